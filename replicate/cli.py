@@ -1,0 +1,39 @@
+"""Command line entry point: ``python -m replicate <command> ...`` (what the rules call).
+
+Each command lives in its own module with a ``main(argv) -> int``; only the module of the
+command being run is imported, so light commands start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from replicate.errors import ReplicateError
+
+COMMANDS = {
+    "data": ("replicate.data_cli", "fetch, prepare and summarise the data sets"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: python -m replicate <command> [options]", "", "commands:"]
+    lines += [f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run `python -m replicate <command> --help` for the options of one command."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] not in COMMANDS:
+        print(f"error: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    try:
+        return int(module.main(argv[1:]) or 0)
+    except ReplicateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

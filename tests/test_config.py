@@ -1,0 +1,98 @@
+"""Config validation: every preset is valid; bad configs fail with a message naming the cause."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from conftest import REPO_ROOT
+
+SECTIONS = ("data", "press_wolf", "inan", "initial_loss", "scale", "report")
+PRESETS = ("config.yaml", "paper.yaml", "smoke.yaml")
+
+
+def load(name: str) -> dict:
+    with open(REPO_ROOT / "config" / name) as fh:
+        return yaml.safe_load(fh)
+
+
+def validate_all(cfg: dict) -> dict:
+    """Exactly what the Snakefile does: top-level schema, then each section's schema."""
+    validate(cfg, str(REPO_ROOT / "workflow/schemas/config.schema.yaml"))
+    for section in SECTIONS:
+        validate(cfg[section], str(REPO_ROOT / f"workflow/schemas/{section}.schema.yaml"))
+    return cfg
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_are_valid(preset):
+    cfg = validate_all(load(preset))
+    assert cfg["protocol"] in {"smoke", "reduced", "full"}
+    assert cfg["data"]["download_timeout"] > 0  # default filled in
+
+
+def test_protocol_labels():
+    assert load("config.yaml")["protocol"] == "reduced"
+    assert load("paper.yaml")["protocol"] == "full"
+    assert load("smoke.yaml")["protocol"] == "smoke"
+
+
+def _mutate(path: tuple, value, delete: bool = False):
+    def apply(cfg):
+        node = cfg
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        if delete:
+            node.pop(path[-1], None)
+        else:
+            node[path[-1]] = value
+        return cfg
+    return apply
+
+
+BAD_CASES = [
+    # (id, mutation, words that the error must contain)
+    ("unknown-top-key", _mutate(("epochs",), 3), ["epochs"]),
+    ("unknown-data-key", _mutate(("data", "local_dri"), "/x"), ["local_dri"]),
+    ("protocol-missing", _mutate(("protocol",), None, delete=True), ["protocol"]),
+    ("protocol-unknown", _mutate(("protocol",), "quick"), ["quick"]),
+    ("device-bad", _mutate(("device",), "gpu0"), ["gpu0"]),
+    ("device-wrong-type", _mutate(("device",), 0), ["0", "string"]),
+    ("dataset-unknown", _mutate(("data", "datasets"), ["ptb", "c4"]), ["c4"]),
+    ("datasets-not-list", _mutate(("data", "datasets"), "ptb"), ["ptb", "array"]),
+    ("timeout-negative", _mutate(("data", "download_timeout"), -5), ["-5"]),
+    ("local-dir-wrong-type", _mutate(("data", "local_dir"), 42), ["42"]),
+    ("tf32-wrong-type", _mutate(("allow_tf32",), "yes"), ["yes", "boolean"]),
+]
+
+
+@pytest.mark.parametrize("case_id,mutate,words", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+def test_bad_config_names_the_cause(case_id, mutate, words):
+    cfg = mutate(copy.deepcopy(load("config.yaml")))
+    with pytest.raises(WorkflowError) as err:
+        validate_all(cfg)
+    message = str(err.value)
+    for word in words:
+        assert word in message, f"{case_id}: {word!r} not in error message:\n{message}"
+
+
+def test_every_schema_key_is_described_and_typed():
+    """Each property in every schema has a description and a type (or enum/const)."""
+    def walk(node, where):
+        for key, sub in (node.get("properties") or {}).items():
+            here = f"{where}.{key}"
+            assert "description" in sub, f"{here} lacks a description"
+            assert any(k in sub for k in ("type", "enum", "const", "$ref", "oneOf", "anyOf")), f"{here} lacks a type"
+            walk(sub, here)
+            if isinstance(sub.get("items"), dict):
+                walk(sub["items"], here + "[]")
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, f"{where}: unknown keys must be errors"
+
+    for section in ("config",) + SECTIONS:
+        with open(REPO_ROOT / f"workflow/schemas/{section}.schema.yaml") as fh:
+            walk(yaml.safe_load(fh), section)

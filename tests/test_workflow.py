@@ -1,0 +1,66 @@
+"""The Snakemake workflow itself: lint, dry runs of every preset, bad config and data errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import REPO_ROOT, run_snakemake
+
+# Lints we keep on purpose (justified in README "Lints we accept"). Anything else fails the test.
+ACCEPTED_LINTS = {"Specify a conda environment or container for each rule."}
+
+
+def test_lint_only_justified(tmp_path):
+    proc = run_snakemake(["--lint"], cwd=REPO_ROOT, check=False)
+    titles = set(re.findall(r"^\s+\* (.+?):\s*$", proc.stdout + proc.stderr, flags=re.M))
+    assert titles <= ACCEPTED_LINTS, f"unexpected lints: {titles - ACCEPTED_LINTS}\n{proc.stdout}{proc.stderr}"
+    readme = (REPO_ROOT / "README.md").read_text()
+    for title in ACCEPTED_LINTS:
+        assert title.rstrip(".") in readme, f"accepted lint not justified in README: {title}"
+
+
+@pytest.mark.parametrize("preset", ["config/config.yaml", "config/paper.yaml", "config/smoke.yaml"])
+def test_dry_run(preset, workflow_dir):
+    proc = run_snakemake(["-n", "all", "--configfile", preset], cwd=workflow_dir)
+    out = proc.stdout + proc.stderr
+    assert "rule all" in out or "all" in out
+    assert "prepare_data" in out  # the data stage is always planned on a fresh folder
+    assert not (workflow_dir / "results").exists(), "a dry run must not write results"
+
+
+def test_bad_config_stops_with_cause(workflow_dir):
+    (workflow_dir / "bad.yaml").write_text("protocol: reduced\ndata:\n  download_timeout: -1\n")
+    proc = run_snakemake(["-n", "all", "--configfile", "bad.yaml"], cwd=workflow_dir, check=False)
+    assert proc.returncode != 0
+    assert "download_timeout" in proc.stderr + proc.stdout or "-1" in proc.stderr + proc.stdout
+
+
+def test_missing_local_data_names_fix(workflow_dir, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_snakemake(["--cores", "1", "results/data/ptb/stats.json", "--configfile", "config/smoke.yaml"],
+                         cwd=workflow_dir, env={"REPLICATE_DATA_DIR": str(empty)}, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "local data file missing" in out and "ptb.train.txt" in out and "REPLICATE_DATA_DIR" in out
+    assert not (workflow_dir / "results/data/raw/ptb").exists(), "failed fetch must not leave an output"
+
+
+@pytest.mark.slow
+def test_smoke_data_stage(smoke_run):
+    stats = json.loads((smoke_run / "results/data/ptb/stats.json").read_text())
+    assert stats["tokens"]["train"] == 929_589
+    assert stats["provenance"]["config"] == {"dataset": "ptb"}
+    assert "git" in stats["provenance"] and "packages" in stats["provenance"]
+    summary = (smoke_run / "results/data/summary.md").read_text()
+    assert "| ptb | 10,000 | 929,589 |" in summary and "| wikitext2 | 33,278 |" in summary
+
+
+@pytest.mark.slow
+def test_code_change_reruns_dependent_rules(smoke_run):
+    """Editing package code changes the `code` params of the rules that run it (rerun trigger)."""
+    proc = run_snakemake(["-n", "all", "--configfile", "config/smoke.yaml"], cwd=smoke_run)
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]

@@ -1,0 +1,34 @@
+# Shared helpers for the rule files (targets, code-version params, spec passing).
+import json
+import os
+import sys
+
+from replicate.provenance import source_hash
+
+# Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
+# without activation (Snakemake does not put its own bin folder on the jobs' PATH).
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+# Every rule file appends its final outputs here; `rule all` requests them.
+TARGETS = []
+
+
+def code_version(*modules):
+    """A params value that changes when the source of the named package modules changes.
+
+    Snakemake reruns a job when its params change (default --rerun-triggers), so editing
+    e.g. replicate/lstm/ reruns the training jobs, and nothing else."""
+    return source_hash("provenance", "io", "errors", "cli", *modules)
+
+
+def spec_json(obj):
+    """Serialise a run spec for the command line (quote it with {params.spec:q})."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def run_config(section, **extra):
+    """The part of the config a job depends on, plus the global keys, as one dict."""
+    base = {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"]}
+    if section is not None:
+        base[section] = config[section]
+    base.update(extra)
+    return base

@@ -1,0 +1,50 @@
+# Data stage: fetch (download or local copy, sha256-verified) -> prepare (vocab + token ids).
+
+
+localrules:
+    data_summary,
+
+
+rule fetch_data:
+    output:
+        directory("results/data/raw/{dataset}"),
+    params:
+        local_dir=config["data"]["local_dir"] or "",
+        timeout=config["data"]["download_timeout"],
+        code=code_version("data"),
+    log:
+        "results/logs/data/fetch_{dataset}.log",
+    shell:
+        "python -m replicate data fetch --dataset {wildcards.dataset} --out {output} "
+        "--local-dir={params.local_dir:q} --timeout {params.timeout} 2>&1 | tee {log}"
+
+
+rule prepare_data:
+    input:
+        "results/data/raw/{dataset}",
+    output:
+        corpus="results/data/{dataset}/corpus.pt",
+        stats="results/data/{dataset}/stats.json",
+    params:
+        code=code_version("data"),
+    log:
+        "results/logs/data/prepare_{dataset}.log",
+    shell:
+        "python -m replicate data prepare --dataset {wildcards.dataset} --raw {input} "
+        "--corpus {output.corpus} --stats {output.stats} 2>&1 | tee {log}"
+
+
+rule data_summary:
+    input:
+        expand("results/data/{dataset}/stats.json", dataset=config["data"]["datasets"]),
+    output:
+        "results/data/summary.md",
+    params:
+        code=code_version("data"),
+    log:
+        "results/logs/data/summary.log",
+    shell:
+        "python -m replicate data summary --out {output} {input} 2>&1 | tee {log}"
+
+
+TARGETS.append("results/data/summary.md")
