@@ -5,7 +5,15 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# A preset is complete by itself: config/config.yaml is read only when no --configfile is given, so
+# `--configfile config/paper.yaml` never inherits a reduced value by accident. To overlay a few keys
+# on a preset, name both: --configfile config/config.yaml my_ablation.yaml (later files win, merged).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -23,7 +31,16 @@ wildcard_constraints:
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/initial_loss.smk"
+include: "workflow/rules/press_wolf_common.smk"
+include: "workflow/rules/press_wolf.smk"
+include: "workflow/rules/inan_common.smk"
+include: "workflow/rules/inan.smk"
+include: "workflow/rules/scale.smk"
+# The report must stay the LAST include: its rule takes every TARGET added above as input.
+include: "workflow/rules/report.smk"
 
 
 rule all:

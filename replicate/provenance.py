@@ -49,14 +49,15 @@ def package_versions() -> dict[str, str | None]:
 
 def device_info(device: str | None = None) -> dict[str, Any]:
     info: dict[str, Any] = {"host": platform.node(), "machine": platform.machine(),
-                            "cpu_count": os.cpu_count(), "device": device}
+                            "cpu_count": os.cpu_count(), "device": device,
+                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     try:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
         if device and device.startswith("cuda") and torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name(torch.device(device))
-            info["tf32"] = torch.backends.cuda.matmul.allow_tf32
+        info["tf32"] = torch.backends.cuda.matmul.allow_tf32
     except ImportError:
         pass
     return info

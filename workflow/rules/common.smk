@@ -17,7 +17,7 @@ def code_version(*modules):
 
     Snakemake reruns a job when its params change (default --rerun-triggers), so editing
     e.g. replicate/lstm/ reruns the training jobs, and nothing else."""
-    return source_hash("provenance", "io", "errors", "cli", *modules)
+    return source_hash("provenance", "io", "errors", *modules)
 
 
 def spec_json(obj):

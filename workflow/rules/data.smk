@@ -1,7 +1,9 @@
 # Data stage: fetch (download or local copy, sha256-verified) -> prepare (vocab + token ids).
 
 
+# fetch_data downloads: it stays on the login node of a cluster (compute nodes often have no internet).
 localrules:
+    fetch_data,
     data_summary,
 
 

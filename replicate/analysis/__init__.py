@@ -1,0 +1,11 @@
+"""Press & Wolf's embedding analysis and the "when does tying pay off" scale study (issue 8).
+
+- ``embeddings``: update statistics per embedding row (training hook), cheap per-epoch snapshots,
+  similarity between embedding matrices (Spearman of cosine structure, k-NN overlap), word-similarity
+  benchmarks (Simlex-999, MEN, ... when the user provides the files).
+- ``scale``: the grid of the scale study (data fractions, WikiText-2, hidden sizes), the tying-gain
+  table and the claim "the tying gain shrinks as data grows".
+- ``transformer_train``: a small Llama-style LM (``replicate.transformer.model``) trained on WikiText-2:
+  untied vs tied vs tied + output rescale; learning curves, gradient norms, loss spikes.
+- ``cli``: ``python -m replicate scale <train|transformer|embeddings|table|transformer-summary>``.
+"""

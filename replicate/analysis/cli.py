@@ -1,0 +1,291 @@
+"""``python -m replicate scale <command>``: the scale study and the embedding analysis.
+
+Commands (one per rule):
+  train                one LSTM run of the grid, with the update-tracking and snapshot hooks
+  transformer          one small Llama-style run on WikiText-2 (untied | tied | tied_rescale)
+  table                runs.csv, tying-gain tables, claims, figures from the runs' summary.json
+  embeddings           update-frequency buckets, matrix similarity per epoch, word-similarity benchmarks
+  transformer-summary  the transformer runs' table, curves and figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from replicate import io as rio
+from replicate import provenance
+from replicate.errors import ReplicateError
+
+
+def _spec(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the spec the rule builds") from exc
+
+
+def _provenance_sidecar(csv_path: str | Path, config, started: str) -> None:
+    rio.write_json(f"{csv_path}.provenance.json", {"provenance": provenance.collect(config, started)})
+
+
+# ----------------------------------------------------------------------------- train
+def cmd_train(args) -> int:
+    import torch
+
+    from replicate.analysis import embeddings as emb
+    from replicate.analysis import scale
+    from replicate.data import load_corpus
+    from replicate.lstm import train_run
+    from replicate.lstm.config import resolve
+    from replicate.lstm.model import LSTMLM
+
+    spec = _spec(args.spec)
+    corpus = load_corpus(args.corpus)
+    n_train = len(corpus.train)
+    tokens = scale.train_tokens_for(n_train, int(spec["pct"]))
+    settings = scale.run_settings(spec["lstm"], spec["hidden"], spec["variant"], spec["seed"],
+                                  None if tokens == n_train else tokens)
+    counts_used = torch.bincount(corpus.train[:tokens], minlength=len(corpus.vocab))
+    tracker = emb.UpdateTracker(len(corpus.vocab), every=spec["track_every"])
+    # the same word set for every run of a data set: top-K of the FULL training split
+    recorder = emb.SnapshotRecorder(emb.top_ids(corpus.train_counts(), spec["top_k"]))
+    out = Path(args.out_dir)
+    run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
+    started = provenance.now()
+    metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device,
+                        allow_tf32=args.allow_tf32, on_step=tracker, on_epoch=recorder)
+    # parameter split from a model of the same architecture (cheap: no training)
+    model_cfg, _ = resolve(settings, len(corpus.vocab))
+    model = LSTMLM(model_cfg)
+    total = model.num_parameters()
+    emb_params = emb.embedding_param_count(model)
+    history = metrics.get("history") or []
+    valids = [(r["valid_ppl"], r["epoch"]) for r in history if r.get("valid_ppl") is not None]
+    best, best_epoch = min(valids) if valids else (metrics["valid_ppl"], None)
+    summary = {
+        "run": spec["name"], "dataset": spec["dataset"], "pct": int(spec["pct"]), "train_tokens": tokens,
+        "hidden": int(spec["hidden"]), "variant": spec["variant"], "tying": model_cfg.tying,
+        "projection": model_cfg.projection, "seed": int(spec["seed"]), "epochs": metrics["epochs_completed"],
+        "vocab_size": len(corpus.vocab), "total_params": total, "embedding_params": emb_params,
+        "non_embedding_params": total - emb_params, "embedding_share": emb_params / total,
+        "train_ppl": metrics["train_ppl"], "train_clean_ppl": metrics["train_clean_ppl"],
+        "final_valid_ppl": metrics["valid_ppl"], "best_valid_ppl": best, "best_epoch": best_epoch,
+        "test_ppl": metrics["test_ppl"], "tokens_per_s": metrics["train_tokens_per_s"],
+        "update_steps_tracked": tracker.steps, "settings": settings,
+        "provenance": provenance.collect(spec.get("config", spec), started, args.device),
+    }
+    per_word = tracker.per_word(counts_used, corpus.vocab)
+    rio.write_csv(out / "updates.csv", per_word)
+    rio.torch_save(out / "embeddings.pt", {**recorder.state_dict(), "variant": spec["variant"],
+                                           "seed": int(spec["seed"])})
+    rio.write_json(out / "summary.json", summary)
+    return 0
+
+
+# ----------------------------------------------------------------------------- transformer
+def cmd_transformer(args) -> int:
+    from replicate.analysis.transformer_train import train
+    from replicate.data import load_corpus
+
+    spec = _spec(args.spec)
+    train(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device)
+    return 0
+
+
+# ----------------------------------------------------------------------------- table
+def cmd_table(args) -> int:
+    from replicate.analysis import figures, scale
+
+    started = provenance.now()
+    spec = _spec(args.spec)
+    cfg, protocol, metric = spec["scale"], spec["protocol"], spec["scale"]["metric"]
+    summaries = [rio.read_json(p) for p in args.summaries]
+    runs = scale.runs_frame(summaries, protocol)
+    by_seed = scale.gain_by_seed(runs, cfg, metric, protocol)
+    gain = scale.gain_table(by_seed)
+    data = scale.data_table(by_seed)
+    claims = scale.claims_table(by_seed, protocol)
+    for path, frame in ((args.out_runs, runs), (args.out_by_seed, by_seed), (args.out_gain, gain),
+                        (args.out_data, data), (args.out_claims, claims)):
+        rio.write_csv(path, frame)
+        _provenance_sidecar(path, spec, started)
+    figures.gain_figures(by_seed, gain, args.figures_dir, protocol)
+    for _, row in claims.iterrows():
+        print(f"{row['claim_id']}: {row['verdict']} -- {row['evidence']}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- embeddings
+def cmd_embeddings(args) -> int:
+    import pandas as pd
+    import torch
+
+    from replicate.analysis import embeddings as emb
+    from replicate.analysis import figures
+    from replicate.data import load_corpus
+
+    started = provenance.now()
+    spec = _spec(args.spec)
+    ana, protocol = spec["scale"]["analysis"], spec["protocol"]
+    vocab = load_corpus(args.corpus).vocab
+    buckets, recorders, finals = [], {}, {}
+    for run in args.runs:
+        run = Path(run)
+        s = rio.read_json(run / "summary.json")
+        variant, seed = s["variant"], int(s["seed"])
+        per_word = pd.read_csv(run / "updates.csv", keep_default_na=False, na_values=[""])
+        b = emb.bucket_table(per_word, ana["buckets_per_decade"])
+        b.insert(0, "seed", seed)
+        b.insert(0, "variant", variant)
+        buckets.append(b)
+        state = torch.load(run / "embeddings.pt", weights_only=True)
+        rec = emb.SnapshotRecorder(state["top_ids"])
+        rec.load_state_dict(state)
+        recorders[(variant, seed)] = rec
+        finals[(variant, seed)] = rec.final
+    upd = pd.concat(buckets, ignore_index=True)
+    upd["protocol"] = protocol
+    sim = emb.canonical_order(emb.similarity_rows(recorders, knn_k=ana["knn_k"]))
+    sim["protocol"] = protocol
+    final = final_similarity(sim)
+    wordsim = word_similarity(ana.get("benchmarks") or [], finals, vocab, Path(args.benchmark_dir))
+    wordsim["protocol"] = protocol
+    for path, frame in ((args.out_updates, upd), (args.out_similarity_epochs, sim), (args.out_similarity, final),
+                        (args.out_wordsim, wordsim)):
+        rio.write_csv(path, frame)
+        _provenance_sidecar(path, spec, started)
+    figures.update_figure(upd, args.figures_dir, protocol)
+    figures.similarity_figure(sim, args.figures_dir, protocol)
+    print(final.groupby("comparison")[["spearman", "knn_overlap"]].mean().to_string())
+    return 0
+
+
+def final_similarity(sim):
+    """Last epoch; per comparison the pairs whose matrices started from different values (when a
+    comparison only has pairs with a shared initial draw, those, flagged by ``shared_init``)."""
+    import pandas as pd
+
+    last = sim[sim["epoch"] == sim["epoch"].max()]
+    parts = []
+    for _, g in last.groupby("comparison", sort=True):
+        independent = g[~g["shared_init"].astype(bool)]
+        parts.append(independent if not independent.empty else g)
+    return pd.concat(parts, ignore_index=True)
+
+
+def word_similarity(benchmarks: list[dict], finals: dict, vocab: list[str], download_dir: Path):
+    import pandas as pd
+
+    from replicate.analysis import embeddings as emb
+    from replicate.analysis.embeddings import matrix_label
+
+    cols = ["benchmark", "variant", "seed", "matrix", "n_pairs", "n_covered", "spearman", "status"]
+    if not benchmarks:
+        return pd.DataFrame([{"benchmark": "none", "variant": "", "seed": None, "matrix": "", "n_pairs": None,
+                              "n_covered": None, "spearman": None,
+                              "status": "not provided (no files configured under scale.analysis.benchmarks; "
+                                        "Simlex-999 / MEN not evaluated)"}], columns=cols)
+    rows = []
+    for bench in benchmarks:
+        path = bench.get("path")
+        if not path:
+            if not (bench.get("url") and bench.get("sha256")):
+                raise ReplicateError(f"benchmark {bench['name']!r} has neither a path nor url + sha256",
+                                     "give a local `path`, or a `url` with its `sha256`")
+            path = emb.fetch_benchmark(bench["url"], bench["sha256"], download_dir / f"{bench['name']}.txt")
+        pairs = emb.load_benchmark(path, bench.get("score_column", 2), bench.get("lowercase", True))
+        for (variant, seed), mats in sorted(finals.items()):
+            for matrix, w in mats.items():
+                r = emb.benchmark_spearman(w.float(), vocab, pairs)
+                rows.append({"benchmark": bench["name"], "variant": variant, "seed": seed,
+                             "matrix": matrix_label(variant, matrix), **r,
+                             "status": "ok" if r["n_covered"] >= 3 else "too few pairs in the vocabulary"})
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ----------------------------------------------------------------------------- transformer summary
+def cmd_transformer_summary(args) -> int:
+    import pandas as pd
+
+    from replicate.analysis import figures
+
+    started = provenance.now()
+    spec = _spec(args.spec)
+    protocol = spec["protocol"]
+    rows, curves = [], []
+    keep = ["variant", "std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
+            "step0_loss", "theory_step0_loss", "log_n", "final_train_loss", "final_valid_loss", "final_valid_ppl",
+            "grad_norm_median", "grad_norm_p99", "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes"]
+    for run in args.runs:
+        run = Path(run)
+        s = rio.read_json(run / "summary.json")
+        rows.append({k: s[k] for k in keep})
+        c = pd.read_csv(run / "curve.csv")
+        c.insert(0, "seed", s["seed"])
+        c.insert(0, "std", s["std"])
+        c.insert(0, "variant", s["variant"])
+        curves.append(c)
+    table = pd.DataFrame(rows)
+    table["protocol"] = protocol
+    curve = pd.concat(curves, ignore_index=True)
+    curve["protocol"] = protocol
+    for path, frame in ((args.out_table, table), (args.out_curves, curve)):
+        rio.write_csv(path, frame)
+        _provenance_sidecar(path, spec, started)
+    figures.transformer_figures(curve, table, args.figures_dir, protocol)
+    print(table.to_string())
+    return 0
+
+
+# ----------------------------------------------------------------------------- argparse
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m replicate scale", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def run_args(q):
+        q.add_argument("--spec", required=True, help="run spec (JSON; the rule builds it)")
+        q.add_argument("--corpus", required=True, help="prepared corpus.pt")
+        q.add_argument("--out-dir", required=True)
+        q.add_argument("--threads", type=int, default=None)
+        q.add_argument("--device", default="auto")
+        q.add_argument("--allow-tf32", action="store_true")
+
+    run_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"))
+    run_args(sub.add_parser("transformer", help="one small Llama-style run on WikiText-2"))
+
+    q = sub.add_parser("table", help="tying-gain tables, claims and figures")
+    q.add_argument("--spec", required=True)
+    for name in ("runs", "by-seed", "gain", "data", "claims"):
+        q.add_argument(f"--out-{name}", required=True)
+    q.add_argument("--figures-dir", required=True)
+    q.add_argument("summaries", nargs="+", help="summary.json of every run")
+
+    q = sub.add_parser("embeddings", help="embedding analysis over the analysis runs")
+    q.add_argument("--spec", required=True)
+    q.add_argument("--corpus", required=True, help="the corpus the runs used (vocabulary)")
+    for name in ("updates", "similarity", "similarity-epochs", "wordsim"):
+        q.add_argument(f"--out-{name}", required=True)
+    q.add_argument("--figures-dir", required=True)
+    q.add_argument("--benchmark-dir", default="results/analysis/benchmarks",
+                   help="where benchmarks given by url are downloaded")
+    q.add_argument("runs", nargs="+", help="run folders (summary.json, updates.csv, embeddings.pt)")
+
+    q = sub.add_parser("transformer-summary", help="table, curves and figures of the transformer runs")
+    q.add_argument("--spec", required=True)
+    q.add_argument("--out-table", required=True)
+    q.add_argument("--out-curves", required=True)
+    q.add_argument("--figures-dir", required=True)
+    q.add_argument("runs", nargs="+", help="run folders (summary.json, curve.csv)")
+    return p
+
+
+COMMANDS = {"train": cmd_train, "transformer": cmd_transformer, "table": cmd_table, "embeddings": cmd_embeddings,
+            "transformer-summary": cmd_transformer_summary}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return COMMANDS[args.command](args)

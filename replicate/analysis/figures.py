@@ -1,0 +1,180 @@
+"""Figures of the scale study and the embedding analysis (style and output: ``replicate.plotting``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from replicate.plotting import save_figure, use_style
+
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    use_style()
+    return plt
+
+
+def _errorbars(ax, frame, x, y, label, marker="o", color=None):
+    """Per-seed points (faint) and mean ± s.e.m. over seeds (error bars) of ``y`` against ``x``."""
+    g = frame.groupby(x)[y]
+    mean, n = g.mean(), g.count()
+    sem = (g.std(ddof=1) / np.sqrt(n)).fillna(0.0)
+    line = ax.errorbar(mean.index, mean.values, yerr=sem.values, marker=marker, capsize=3, label=label, color=color)
+    ax.scatter(frame[x], frame[y], s=12, alpha=0.35, color=line[0].get_color())
+    return line
+
+
+def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
+    plt = _plt()
+    out_dir = Path(out_dir)
+    paths = []
+    # ---- data scale
+    d = by_seed[by_seed["study"] == "data"]
+    w = by_seed[by_seed["study"] == "wikitext2"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, col, title in ((axes[0], "gain", "tying gain (valid ppl untied − tied)"),
+                           (axes[1], "rel_gain", "relative tying gain (gain / untied)")):
+        if not d.empty:
+            _errorbars(ax, d, "train_tokens", col, "PTB (nested fractions)")
+        if not w.empty:
+            _errorbars(ax, w, "train_tokens", col, "WikiText-2", marker="s")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("training tokens")
+        ax.set_title(title)
+    axes[1].yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    ax = axes[2]
+    for frame, ds, marker in ((d, "PTB", "o"), (w, "WikiText-2", "s")):
+        if frame.empty:
+            continue
+        _errorbars(ax, frame, "train_tokens", "untied_valid_ppl", f"{ds} untied", marker=marker)
+        _errorbars(ax, frame, "train_tokens", "tied_valid_ppl", f"{ds} tied", marker=marker)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_title("valid perplexity")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    hidden = sorted(set(d["hidden"]) | set(w["hidden"]))
+    fig.suptitle(f"When does tying pay off? Data scale (LSTM h={hidden}; {protocol} protocol; "
+                 f"mean ± s.e.m. over seeds)")
+    fig.tight_layout()
+    paths += save_figure(fig, out_dir / "scale_data_gain")
+    # ---- model scale
+    m = by_seed[by_seed["study"] == "model"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    if not m.empty:
+        _errorbars(axes[0], m, "non_embedding_params", "rel_gain", "relative gain")
+        _errorbars(axes[1], m, "embedding_share_untied", "rel_gain", "relative gain")
+        _errorbars(axes[2], m, "hidden", "untied_valid_ppl", "untied")
+        _errorbars(axes[2], m, "hidden", "tied_valid_ppl", "tied")
+        for h, r in m.groupby("hidden")[["non_embedding_params", "embedding_share_untied", "rel_gain"]].mean().iterrows():
+            axes[0].annotate(f"h={h}", (r.non_embedding_params, r.rel_gain), fontsize=8, xytext=(4, 4),
+                             textcoords="offset points")
+            axes[1].annotate(f"h={h}", (r.embedding_share_untied, r.rel_gain), fontsize=8, xytext=(4, 4),
+                             textcoords="offset points")
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel("non-embedding parameters")
+    axes[1].set_xlabel("embedding share of parameters (untied model)")
+    axes[1].xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    for ax in axes[:2]:
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_ylabel("relative tying gain")
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+    axes[2].set_xlabel("hidden size")
+    axes[2].set_ylabel("valid perplexity")
+    axes[2].legend(fontsize=8)
+    pct = sorted(set(m["pct"])) if not m.empty else []
+    fig.suptitle(f"When does tying pay off? Model scale (PTB {pct}% of train; {protocol} protocol)")
+    fig.tight_layout()
+    paths += save_figure(fig, out_dir / "scale_model_gain")
+    return paths
+
+
+def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
+    plt = _plt()
+    u = upd[upd["bucket"] >= 0]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for (variant, matrix), g in u.groupby(["variant", "matrix"]):
+        label = variant if matrix == "tied" else f"{variant} {matrix}"
+        m = g.groupby("bucket")[["mean_count", "update_fraction", "update_norm_mean"]].mean()
+        style = "--" if variant.endswith("_pr") else "-"
+        axes[0].plot(m["mean_count"], m["update_fraction"], style, marker="o", label=label)
+        axes[1].plot(m["mean_count"], m["update_norm_mean"], style, marker="o", label=label)
+    inp = u.groupby("bucket")[["mean_count", "input_fraction"]].mean()
+    axes[0].plot(inp["mean_count"], inp["input_fraction"], ":", color="black", label="word is an input (predicted)")
+    axes[0].set_ylabel("fraction of steps the row changes")
+    axes[1].set_ylabel("mean update norm per step")
+    axes[1].set_yscale("log")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("word frequency in the training data (bucket mean)")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Embedding row updates vs word frequency (Press & Wolf's argument; {protocol} protocol)")
+    fig.tight_layout()
+    return save_figure(fig, Path(out_dir) / "analysis_update_frequency")
+
+
+MAIN_COMPARISONS = ("tied_vs_untied_input", "tied_vs_untied_output", "untied_input_vs_untied_output",
+                    "tied_pr_vs_untied_pr_input", "tied_pr_vs_untied_pr_output", "tied_vs_tied")
+
+
+def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
+    plt = _plt()
+    independent = sim[~sim["shared_init"].astype(bool)]
+    use = independent if not independent.empty else sim
+    kind = "independent initial draws" if not independent.empty else "shared initial draws"
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for comp in MAIN_COMPARISONS:
+        g = use[use["comparison"] == comp]
+        if g.empty:
+            continue
+        m = g.groupby("epoch")[["spearman", "knn_overlap"]].mean()
+        axes[0].plot(m.index, m["spearman"], marker="o", label=comp)
+        axes[1].plot(m.index, m["knn_overlap"], marker="o", label=comp)
+    if not use.empty:
+        axes[1].axhline(use["knn_chance"].iloc[0], color="grey", ls=":", label="chance")
+    axes[0].set_ylabel("Spearman of cosine-similarity structure")
+    axes[1].set_ylabel(f"k-NN overlap (k={int(use['knn_k'].iloc[0]) if not use.empty else '?'})")
+    for ax in axes:
+        ax.set_xlabel("epoch (0 = initialisation)")
+        ax.legend(fontsize=7)
+    top_k = int(use["top_k"].iloc[0]) if not use.empty else 0
+    fig.suptitle(f"How alike are the embedding matrices? top {top_k} words, {kind}; {protocol} protocol")
+    fig.tight_layout()
+    return save_figure(fig, Path(out_dir) / "analysis_embedding_similarity")
+
+
+def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    window = max(1, int(curve["step"].max() // 50))
+    for (variant, std), g in curve.groupby(["variant", "std"]):
+        label = f"{variant} (std {std})"
+        m = g.groupby("step")[["train_loss", "grad_norm"]].mean()
+        line, = axes[0].plot(m.index, m["train_loss"].rolling(window, min_periods=1).mean(), label=label)
+        v = g.dropna(subset=["valid_loss"]).groupby("step")["valid_loss"].mean()
+        axes[0].plot(v.index, v.values, "o", color=line.get_color(), ms=3)
+        axes[1].plot(m.index, m["grad_norm"], color=line.get_color(), lw=0.8, label=label)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("loss (line: train, smoothed; dots: valid)")
+    axes[1].set_xlabel("step")
+    axes[1].set_ylabel("global gradient norm (before clipping)")
+    axes[1].set_yscale("log")
+    t = table.groupby(["variant", "std"])[["step0_loss", "theory_step0_loss", "log_n"]].mean().reset_index()
+    x = np.arange(len(t))
+    axes[2].bar(x - 0.2, t["step0_loss"], 0.4, label="measured step-0 loss")
+    axes[2].bar(x + 0.2, t["theory_step0_loss"], 0.4, label="closed form (zero branches)")
+    if len(t):
+        axes[2].axhline(t["log_n"].iloc[0], color="black", ls=":", label="log n")
+    axes[2].set_xticks(x, [f"{a}\nstd {b}" for a, b in zip(t["variant"], t["std"])], fontsize=8)
+    axes[2].set_ylabel("loss (nats)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    d = int(table["d_model"].iloc[0]) if len(table) else 0
+    fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}): untied vs tied vs tied + rescale; {protocol} protocol")
+    fig.tight_layout()
+    return save_figure(fig, Path(out_dir) / "scale_transformer")

@@ -1,0 +1,140 @@
+"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1> ...``: what the rules call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def _train(args) -> int:
+    """One Table 1 / ablation run: the engine's train_run + the augmented loss as extra_loss."""
+    from replicate import io as rio
+    from replicate.data import load_corpus
+    from replicate.inan.train import run_settings
+    from replicate.lstm.runner import train_run
+
+    spec = json.loads(args.spec)
+    engine, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"],
+                              spec.get("overrides"))
+    name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
+    hooks = {"extra_loss": al} if al is not None else {}
+    result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
+                       load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
+                       allow_tf32=args.allow_tf32, log=_log, **hooks)
+    result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
+                      "seed": spec["seed"], "tau": al.tau if al else None, "alpha": al.alpha if al else None,
+                      "soft_target_grad": al.soft_target_grad if al else None,
+                      "reduction": spec.get("reduction")}
+    rio.write_json(Path(args.out_dir) / "metrics.json", result)
+    return 0
+
+
+def _table1(args) -> int:
+    from replicate import provenance
+    from replicate.inan.report import table1, write_with_provenance
+
+    started = provenance.now()
+    df = table1(args.metrics, args.paper, args.protocol)
+    write_with_provenance(args.out, df, json.loads(args.spec), started)
+    print(df.to_string(index=False))
+    return 0
+
+
+def _ablation(args) -> int:
+    from replicate import provenance
+    from replicate.inan.report import ablation, write_with_provenance
+
+    started = provenance.now()
+    df = ablation(args.metrics, args.protocol)
+    write_with_provenance(args.out, df, json.loads(args.spec), started)
+    print(df.to_string(index=False))
+    return 0
+
+
+def _subspace(args) -> int:
+    """All seeds of one Figure 1 point (tau, beta)."""
+    from replicate import devices, provenance
+    from replicate import io as rio
+    from replicate.data import load_corpus
+    from replicate.inan.subspace_exp import run_point
+
+    started = provenance.now()
+    spec = json.loads(args.spec)
+    dev = devices.resolve_device(args.device)
+    devices.setup(args.threads, args.allow_tf32)
+    result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=_log)
+    result["provenance"] = provenance.collect(spec.get("config", spec), started, str(dev))
+    rio.write_json(args.out, result)
+    _log(f"[6.2 tau={spec['tau']} beta={spec['beta']}] distance {result['distance_mean']:.4f} "
+         f"+- {result['distance_std']:.4f} over {result['n_seeds']} seeds")
+    return 0
+
+
+def _figure1(args) -> int:
+    from replicate import provenance
+    from replicate.inan.report import figure1_frames, figure1_plot, write_with_provenance
+    from replicate.inan.subspace_exp import points
+
+    started = provenance.now()
+    spec = json.loads(args.spec)
+    summary, runs = figure1_frames(args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol)
+    write_with_provenance(args.out, summary, spec, started)
+    write_with_provenance(args.out_runs, runs, spec, started)
+    figure1_plot(summary, runs, args.figure)
+    print(summary.to_string(index=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m replicate inan", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train (or resume) one Table 1 / ablation run")
+    p.add_argument("--spec", required=True,
+                   help='JSON: {"dataset", "size", "variant", "seed", "size_settings", "overrides", "config"}')
+    p.add_argument("--corpus", required=True, help="prepared corpus.pt")
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--allow-tf32", action="store_true")
+    p.set_defaults(func=_train)
+
+    for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
+                              ("ablation-table", _ablation, "tau x alpha ablation: validation perplexity")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--spec", required=True, help="resolved config slice (provenance)")
+        p.add_argument("--protocol", required=True)
+        p.add_argument("--out", required=True)
+        if name == "table1":
+            p.add_argument("--paper", required=True, help="paper/reference/inan_table1.csv")
+        p.add_argument("metrics", nargs="+")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("subspace", help="section 6.2: all seeds of one (tau, beta) point")
+    p.add_argument("--spec", required=True, help='JSON: {"subspace": {...}, "tau", "beta", "seeds", "config"}')
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--work-dir", required=True, help="per-seed records and checkpoints (resume)")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--allow-tf32", action="store_true")
+    p.set_defaults(func=_subspace)
+
+    p = sub.add_parser("figure1", help="section 6.2: Figure 1 data CSVs and figure")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--protocol", required=True)
+    p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
+    p.add_argument("--out", required=True, help="per-point CSV")
+    p.add_argument("--out-runs", required=True, help="per-run CSV")
+    p.add_argument("--figure", required=True, help="figure stem (PNG + SVG)")
+    p.add_argument("points", nargs="+")
+    p.set_defaults(func=_figure1)
+
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    return args.func(args)

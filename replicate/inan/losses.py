@@ -1,0 +1,85 @@
+"""Inan et al.'s augmented loss and the section 6.2 mixed loss.
+
+Notation (paper): L is the INPUT embedding (d x |V|); in PyTorch the embedding weight is
+E = L^T with shape (|V|, d). For a target word t, u = L y*_t = E[t]; the soft target is
+y~ = softmax(L^T u / tau) = softmax(E @ E[t] / tau); the prediction at the same temperature is
+y^ = softmax(logits / tau); J_aug = KL(y~ || y^) = sum_v y~_v (log y~_v - log y^_v).
+
+Memory: every intermediate has the shape of the logits (N, |V|) (the soft-target logits E[t] @ E^T
+are exactly that shape); nothing (N, |V|, d) or larger is ever formed. An optional ``chunk``
+processes the N rows in slices for callers that want a smaller peak.
+
+Gradient: d J_aug / d logits = (y^ - y~) / tau per token (tested). With
+``soft_target_grad=False`` (default) the soft target is a constant (stop-gradient), so the
+embedding receives gradient from the AL only through the model's use of it (input and, with RE,
+the output layer). ``soft_target_grad=True`` also back-propagates through y~ into E[t] and E; the
+paper does not say which one it used.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def soft_targets_log(embedding: torch.Tensor, targets: torch.Tensor, tau: float,
+                     soft_target_grad: bool = False) -> torch.Tensor:
+    """log y~ for each target: log_softmax(E[t] @ E^T / tau), shape (N, |V|)."""
+    emb = embedding if soft_target_grad else embedding.detach()
+    u = emb.index_select(0, targets)  # (N, d)
+    return F.log_softmax(u @ emb.t() / tau, dim=-1)
+
+
+def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor, tau: float,
+                   soft_target_grad: bool = False, reduction: str = "mean",
+                   chunk: int | None = None) -> torch.Tensor:
+    """J_aug = KL(y~ || y^) per token, reduced like cross-entropy ('mean' over tokens by default).
+
+    logits: (..., |V|); targets: (...) int64; embedding: the input embedding weight E (|V|, d).
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    vocab = logits.shape[-1]
+    if embedding.shape[0] != vocab:
+        raise ValueError(f"embedding has {embedding.shape[0]} rows but logits have {vocab} classes")
+    lead = logits.shape[:-1]
+    flat_logits = logits.reshape(-1, vocab)
+    flat_targets = targets.reshape(-1)
+    n = flat_logits.shape[0]
+    step = n if not chunk else int(chunk)
+    parts = []
+    for start in range(0, n, max(step, 1)):
+        z = flat_logits[start:start + step]
+        t = flat_targets[start:start + step]
+        log_soft = soft_targets_log(embedding, t, tau, soft_target_grad)
+        log_pred = F.log_softmax(z / tau, dim=-1)
+        # KL(y~ || y^) = sum y~ (log y~ - log y^); kl_div takes (input=log q, target=log p).
+        parts.append(F.kl_div(log_pred, log_soft, reduction="none", log_target=True).sum(-1))
+    per_token = torch.cat(parts) if len(parts) > 1 else parts[0]
+    if reduction == "none":
+        return per_token.reshape(lead)
+    if reduction == "sum":
+        return per_token.sum()
+    return per_token.mean()
+
+
+def inan_total_loss(ce: torch.Tensor, j_aug: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Table 1 training loss: J = CE + alpha * J_aug (both with the same reduction)."""
+    return ce + alpha * j_aug
+
+
+def subspace_experiment_loss(ce: torch.Tensor, j_aug: torch.Tensor, beta: float, tau: float,
+                             vocab_size: int) -> torch.Tensor:
+    """Section 6.2 loss: beta * J_aug * tau^2 * |V| + (1 - beta) * CE.
+
+    At beta = 0 this is exactly CE (the J_aug term is dropped, not multiplied by zero, so a
+    non-finite J_aug cannot leak NaN into a pure-CE run)."""
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"beta must be in [0, 1], got {beta}")
+    if beta == 0.0:
+        return ce
+    return beta * j_aug * (tau ** 2) * vocab_size + (1.0 - beta) * ce

@@ -1,0 +1,144 @@
+"""Aggregation of the Inan et al. runs: Table 1 beside the paper, the tau x alpha ablation, Figure 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from replicate import io as rio
+from replicate import provenance
+from replicate.errors import ReplicateError
+from replicate.inan.train import VARIANTS
+
+SIZES = ("small", "medium", "large")
+
+
+def _load(paths) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        m = rio.read_json(p)
+        if "inan" not in m:
+            raise ReplicateError(f"{p} is not an Inan run's metrics.json (no 'inan' block)",
+                                 "pass the metrics.json files written by `python -m replicate inan train`")
+        out.append(m)
+    return out
+
+
+def protocol_label(protocol: str, run: dict[str, Any]) -> str:
+    """'full' / 'reduced: ...' / 'smoke: ...' with the settings that differ from the paper config."""
+    info = run["inan"]
+    extra = [f"{run['resolved']['train']['epochs']} epochs", f"seed {info['seed']}"]
+    if info.get("reduction"):
+        extra.insert(0, info["reduction"])
+    return f"{protocol} ({'; '.join(extra)})"
+
+
+def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
+    """Our valid/test perplexities beside the paper's (difference = ours - paper; relative = / paper)."""
+    runs = _load(metrics_paths)
+    paper = pd.read_csv(paper_csv)
+    rows = []
+    for m in runs:
+        info = m["inan"]
+        rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
+                     "variant": info["variant"], "tau": info.get("tau"), "alpha": info.get("alpha"),
+                     "dropout_rate": m["resolved"]["model"]["dropout_rate"],
+                     "epochs": m["resolved"]["train"]["epochs"], "params": m.get("num_parameters"),
+                     "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
+                     "protocol": protocol_label(protocol, m)})
+    ours = pd.DataFrame(rows)
+    merged = ours.merge(paper.rename(columns={"valid_ppl": "paper_valid_ppl", "test_ppl": "paper_test_ppl",
+                                              "source": "paper_source"}),
+                        on=["dataset", "size", "model"], how="left")
+    for split in ("valid", "test"):
+        merged[f"{split}_diff"] = merged[f"{split}_ppl"] - merged[f"paper_{split}_ppl"]
+        merged[f"{split}_rel_diff"] = merged[f"{split}_diff"] / merged[f"paper_{split}_ppl"]
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    merged["_o"] = merged["variant"].map(order)
+    merged["_s"] = merged["size"].map({s: i for i, s in enumerate(SIZES)})
+    merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
+    cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
+            "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "alpha",
+            "dropout_rate", "epochs", "protocol", "paper_source", "variant"]
+    return merged[cols].reset_index(drop=True)
+
+
+def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
+    runs = _load(metrics_paths)
+    rows = [{"dataset": m["inan"]["dataset"], "size": m["inan"]["size"], "model": VARIANTS[m["inan"]["variant"]]["label"],
+             "tau": m["inan"]["tau"], "alpha": m["inan"]["alpha"], "valid_ppl": m["valid_ppl"],
+             "test_ppl": m["test_ppl"], "train_ppl": m.get("train_ppl"),
+             "epochs": m["resolved"]["train"]["epochs"], "protocol": protocol_label(protocol, m)} for m in runs]
+    df = pd.DataFrame(rows).sort_values(["tau", "alpha"]).reset_index(drop=True)
+    df["best_valid"] = df["valid_ppl"] == df["valid_ppl"].min()
+    return df
+
+
+def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str):
+    """(per-point summary, per-run rows) of Figure 1 from the point JSONs."""
+    points = {}
+    for p in point_paths:
+        d = rio.read_json(p)
+        points[(float(d["tau"]), float(d["beta"]))] = d
+    summary, runs = [], []
+    for panel, tau, beta in panels:
+        if (tau, beta) not in points:
+            raise ReplicateError(f"Figure 1{panel}: no result for tau={tau}, beta={beta}",
+                                 "pass every point JSON of the panel")
+        d = points[(tau, beta)]
+        summary.append({"panel": panel, "tau": tau, "beta": beta, "n_seeds": d["n_seeds"],
+                        "distance_mean": d["distance_mean"], "distance_std": d["distance_std"],
+                        "distance_min": d["distance_min"], "distance_max": d["distance_max"],
+                        "distance_at_init_mean": sum(r["distance_by_epoch"]["0"] for r in d["runs"]) / len(d["runs"]),
+                        "protocol": protocol})
+        for r in d["runs"]:
+            runs.append({"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "distance": r["distance"],
+                         "distance_at_init": r["distance_by_epoch"]["0"], "slice_start": r["slice_start"],
+                         "train_ppl": r["train_ppl"], "valid_ppl": r["valid_ppl"], "protocol": protocol})
+    summary = pd.DataFrame(summary)
+    paper = pd.read_csv(paper_csv).astype({"tau": float, "beta": float})
+    summary = summary.merge(paper[["panel", "tau", "beta", "distance", "source"]].rename(
+        columns={"distance": "paper_distance_approx", "source": "paper_source"}),
+        on=["panel", "tau", "beta"], how="left")
+    summary["diff_vs_paper"] = summary["distance_mean"] - summary["paper_distance_approx"]
+    return summary, pd.DataFrame(runs)
+
+
+def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    from replicate.plotting import save_figure, use_style
+
+    use_style()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, panel, x, title in ((axes[0], "a", "beta", "(a) tau = {tau:g}: distance vs beta"),
+                                (axes[1], "b", "tau", "(b) beta = {beta:g}: distance vs tau")):
+        s = summary[summary.panel == panel].sort_values(x)
+        r = runs[runs.panel == panel]
+        if s.empty:
+            ax.set_visible(False)
+            continue
+        ax.scatter(r[x], r["distance"], s=10, alpha=0.35, color="grey", label="single runs")
+        ax.errorbar(s[x], s["distance_mean"], yerr=s["distance_std"], marker="o", capsize=3,
+                    label=f"ours: mean ± sd ({int(s['n_seeds'].min())} seeds)")
+        ref = s.dropna(subset=["paper_distance_approx"])
+        if not ref.empty:
+            ax.scatter(ref[x], ref["paper_distance_approx"], marker="x", s=60, color="C3", zorder=5,
+                       label="paper (approx.)")
+        if panel == "b":
+            ax.set_xscale("log")
+        ax.set_xlabel(x)
+        ax.set_title(title.format(tau=s["tau"].iloc[0], beta=s["beta"].iloc[0]))
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("normalised subspace distance (L^T, W)")
+    fig.suptitle(f"Inan et al. 2017, section 6.2 replication — protocol: {summary['protocol'].iloc[0]}",
+                 fontsize=10)
+    return save_figure(fig, stem)
+
+
+def write_with_provenance(path, frame: pd.DataFrame, config: Any, started: str) -> None:
+    rio.write_csv(path, frame)
+    rio.write_json(f"{path}.provenance.json", {"provenance": provenance.collect(config, started)})

@@ -1,0 +1,219 @@
+"""Section 6.2 of Inan et al.: does the augmented loss pull W's column space onto L^T's?
+
+One run = a random contiguous slice of PTB train (``slice_words`` tokens; its start is drawn from
+the run's seed), a 2-layer untied LSTM (300 units, no dropout, no weight decay), input-embedding
+rows projected back to unit norm before every forward pass (so every update is followed by the
+projection, and the final matrix is measured with unit rows), trained with
+
+    J = beta * J_aug * tau^2 * |V| + (1 - beta) * CE
+
+by the Press & Wolf engine's Trainer (same SGD loop, clipping, lr schedule, checkpoint/resume). The
+engine minimises T * (CE + extra); we pass extra = beta * (tau^2 |V| J_aug - CE), so the minimised
+loss is exactly T * J (CE and J_aug both per-token means); at beta = 0 no extra loss is given
+(pure CE, the engine's fused path).
+
+Metric: normalised subspace distance (replicate.inan.subspace) between the column spaces of
+L^T = embedding.weight (|V| x d) and W = output weight (|V| x d), after each epoch.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from replicate import io as rio
+from replicate.errors import ReplicateError
+from replicate.inan.losses import augmented_loss, subspace_experiment_loss
+from replicate.inan.subspace import subspace_distance
+
+# Settings of one run that are passed to the engine (replicate.lstm.config.resolve keys).
+ENGINE_KEYS = ("hidden_size", "num_layers", "init_scale", "batch_size", "bptt", "lr", "max_epoch", "decay",
+               "epochs", "clip", "eval_max_tokens", "max_batches", "log_every")
+
+
+def slice_start(n_tokens: int, slice_words: int, seed: int) -> int:
+    """Start of the random contiguous slice of a run (uniform over all valid starts)."""
+    if slice_words > n_tokens:
+        raise ReplicateError(f"slice_words={slice_words} exceeds the {n_tokens} training tokens",
+                             "lower inan.subspace.slice_words")
+    return random.Random(f"inan-6.2-slice-{seed}").randrange(0, n_tokens - slice_words + 1)
+
+
+@torch.no_grad()
+def normalize_rows_(weight: torch.Tensor) -> None:
+    """Project every row onto the unit sphere, in place."""
+    weight.div_(weight.norm(dim=1, keepdim=True).clamp_min(1e-12))
+
+
+def unit_norm_hook(model):
+    """Forward pre-hook: keep the input-embedding rows at unit norm before every forward pass."""
+    def hook(module, args):
+        normalize_rows_(module.embedding.weight)
+    return model.register_forward_pre_hook(hook)
+
+
+def make_extra_loss(beta: float, tau: float, soft_target_grad: bool = False):
+    """The engine's extra_loss for the 6.2 objective, or None at beta = 0 (pure CE)."""
+    if beta == 0.0:
+        return None
+
+    def extra(logits, targets, features, model):
+        vocab = logits.shape[-1]
+        ce = F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+        j_aug = augmented_loss(logits, targets, model.embedding.weight, tau, soft_target_grad)
+        return subspace_experiment_loss(ce, j_aug, beta, tau, vocab) - ce
+
+    return extra
+
+
+def embedding_distance(model) -> float:
+    return subspace_distance(model.embedding.weight, model.output_weight)
+
+
+class AdamPreconditioner:
+    """The engine's ``on_step`` hook turned into Adam: it replaces every ``p.grad`` (after the engine's
+    clipping) by the bias-corrected Adam direction m_hat / (sqrt(v_hat) + eps); the engine's SGD update
+    ``p -= lr * grad`` then IS an Adam step with step size lr. Stateful (moments in the checkpoint).
+
+    Why: the 6.2 objective at beta > 0 is, for large tau, a squared error of size ~|V| per token
+    (tau^2 |V| KL ~ 0.5 ||W h + b - L^T u||^2); its gradient norm is ~10^3 at initialisation and plain
+    SGD either diverges or, clipped, barely moves W (the paper's optimiser was not recovered)."""
+
+    def __init__(self, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8):
+        self.beta1, self.beta2, self.eps = beta1, beta2, eps
+        self.t, self.m, self.v = 0, {}, {}
+
+    def __call__(self, info):
+        self.t += 1
+        b1, b2 = self.beta1, self.beta2
+        with torch.no_grad():
+            for name, p in info.model.named_parameters():
+                if p.grad is None:
+                    continue
+                m = self.m.setdefault(name, torch.zeros_like(p))
+                v = self.v.setdefault(name, torch.zeros_like(p))
+                m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                denom = (v / (1 - b2 ** self.t)).sqrt_().add_(self.eps)
+                p.grad.copy_(m / (1 - b1 ** self.t) / denom)
+
+    def state_dict(self) -> dict:
+        return {"t": self.t, "m": dict(self.m), "v": dict(self.v)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.t, self.m, self.v = int(state["t"]), dict(state["m"]), dict(state["v"])
+
+
+class DistanceTracker:
+    """on_epoch callback: subspace distance after every epoch (epoch 0 = at initialisation).
+    Stateful, so the engine keeps its record across a checkpoint resume."""
+
+    def __init__(self, label: str, log=print):
+        self.label, self.log, self.distances = label, log, {}
+
+    def __call__(self, epoch, model, record):
+        normalize_rows_(model.embedding.weight)  # the state after the last update, projected
+        self.distances[str(int(epoch))] = embedding_distance(model)
+        self.log(f"[{self.label}] epoch {epoch}: subspace distance {self.distances[str(int(epoch))]:.4f}")
+
+    def state_dict(self) -> dict:
+        return {"distances": dict(self.distances)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.distances = dict(state["distances"])
+
+
+def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: float, beta: float,
+            device: str = "cpu", log=print) -> dict[str, Any]:
+    """Train one 6.2 model; return its record (distance after every epoch, final distance)."""
+    from replicate.lstm.runner import build
+    from replicate.lstm.train import Trainer
+
+    slice_words = int(settings["slice_words"])
+    start = slice_start(len(corpus.train), slice_words, seed)
+    train = corpus.train[start:start + slice_words]
+    engine = {k: settings[k] for k in ENGINE_KEYS if settings.get(k) is not None}
+    engine.update(size="small", tying="untied", dropout="none", weight_decay=0.0, seed=int(seed))
+    model, _, train_cfg = build(engine, vocab_size=len(corpus.vocab))  # seeded init
+    model = model.to(device)
+    normalize_rows_(model.embedding.weight)
+    handle = unit_norm_hook(model)
+    label = f"6.2 tau={fmt(tau)} beta={fmt(beta)} seed={seed}"
+    tracker = DistanceTracker(label, log)
+    soft_grad = bool(settings.get("soft_target_grad", False))
+    fingerprint = {"engine": engine, "tau": float(tau), "beta": float(beta), "slice_start": start,
+                   "slice_words": slice_words, "soft_target_grad": soft_grad}
+    optimizer = settings.get("optimizer", "adam")
+    if optimizer not in ("adam", "sgd"):
+        raise ReplicateError(f"unknown 6.2 optimizer {optimizer!r}", "use adam or sgd")
+    fingerprint["optimizer"] = optimizer
+    trainer = Trainer(model, train_cfg, train, corpus.valid, test=None, run_dir=run_dir, name=label,
+                      device=device, extra_loss=make_extra_loss(beta, tau, soft_grad), on_epoch=tracker,
+                      on_step=AdamPreconditioner() if optimizer == "adam" else None,
+                      log=log, fingerprint=fingerprint)
+    metrics = trainer.run()
+    handle.remove()
+    normalize_rows_(model.embedding.weight)
+    final = embedding_distance(model)
+    norms = model.embedding.weight.detach().norm(dim=1)
+    return {
+        "seed": int(seed), "tau": float(tau), "beta": float(beta), "slice_start": start,
+        "slice_words": slice_words, "distance": final, "distance_by_epoch": tracker.distances,
+        "embedding_row_norm_max_dev": float((norms - 1).abs().max()),
+        "train_ppl": metrics.get("train_ppl"), "train_clean_ppl": metrics.get("train_clean_ppl"),
+        "valid_ppl": metrics.get("valid_ppl"), "history": metrics.get("history"),
+    }
+
+
+def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu", log=print) -> dict[str, Any]:
+    """All seeds of one (tau, beta) point. A finished seed is stored in work_dir/seed<N>.json (with
+    the settings it was trained with) and is reused after a kill only if those settings still match;
+    its checkpoint folder is deleted once the seed is done."""
+    settings, tau, beta = spec["subspace"], float(spec["tau"]), float(spec["beta"])
+    math_settings = {k: v for k, v in settings.items() if k not in ("log_every", "seeds", "panel_a", "panel_b",
+                                                                   "threads")}
+    records = []
+    for seed in spec["seeds"]:
+        done = Path(work_dir) / f"seed{seed}.json"
+        if done.is_file():
+            old = rio.read_json(done)
+            if old.get("settings") == math_settings:
+                records.append(old)
+                continue
+        run_dir = Path(work_dir) / f"seed{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True) if done.is_file() else None
+        record = run_one(settings, corpus, run_dir, int(seed), tau, beta, device, log)
+        record["settings"] = math_settings
+        rio.write_json(done, record)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        records.append(record)
+    dist = torch.tensor([r["distance"] for r in records], dtype=torch.float64)
+    return {
+        "tau": tau, "beta": beta, "n_seeds": len(records),
+        "distance_mean": float(dist.mean()),
+        "distance_std": float(dist.std()) if len(records) > 1 else 0.0,
+        "distance_min": float(dist.min()), "distance_max": float(dist.max()),
+        "runs": records,
+    }
+
+
+def points(subspace_cfg: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """(panel, tau, beta) of every point of Figure 1 (a: tau fixed, beta sweep; b: beta fixed, tau sweep)."""
+    a, b = subspace_cfg["panel_a"], subspace_cfg["panel_b"]
+    pts = [("a", float(a["tau"]), float(beta)) for beta in a["betas"]]
+    pts += [("b", float(tau), float(b["beta"])) for tau in b["taus"]]
+    return pts
+
+
+def fmt(x: float) -> str:
+    """Canonical text of a tau / beta value in file names (10.0 -> '10', 0.25 -> '0.25')."""
+    return f"{float(x):g}"
+
+
+__all__ = ["DistanceTracker", "run_point", "run_one", "points", "fmt", "slice_start", "make_extra_loss", "unit_norm_hook",
+           "normalize_rows_", "AdamPreconditioner"]

@@ -1,0 +1,64 @@
+"""``python -m replicate press-wolf <train|table|bench> ...``: the commands the rules call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _train(args) -> int:
+    from replicate.data import load_corpus
+    from replicate.lstm.runner import train_run
+
+    spec = json.loads(args.spec)
+    train_run(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
+              allow_tf32=args.allow_tf32, log=lambda line: print(line, flush=True))
+    return 0
+
+
+def _table(args) -> int:
+    from replicate.lstm.table import write_table
+
+    write_table(args.metrics, args.paper, args.out, protocol=args.protocol, table=args.name)
+    return 0
+
+
+def _bench(args) -> int:
+    from replicate.lstm.bench import main as bench_main
+
+    return bench_main(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m replicate press-wolf", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train (or resume) one run; writes metrics.json, history.csv")
+    p.add_argument("--spec", required=True, help='JSON: {"name", "settings": {"size", ...}, "config"}')
+    p.add_argument("--corpus", required=True, help="prepared corpus.pt")
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--allow-tf32", action="store_true", help="allow TF32 matmuls on CUDA")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("table", help="our perplexities beside the paper's")
+    p.add_argument("--name", required=True, help="table name, e.g. table6")
+    p.add_argument("--paper", required=True, help="paper/reference/press_wolf_<name>.csv")
+    p.add_argument("--protocol", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("metrics", nargs="+", help="metrics.json files of the runs")
+    p.set_defaults(func=_table)
+
+    p = sub.add_parser("bench", help="tokens/s of this engine vs a plain PyTorch loop; matmul peak")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--sizes", default="small,medium")
+    p.add_argument("--batches", type=int, default=10, help="timed batches per repeat")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--vocab", type=int, default=10000)
+    p.add_argument("--out", default=None, help="optional JSON output")
+    p.set_defaults(func=_bench)
+
+    args = parser.parse_args(argv if argv is not None else sys.argv[1:])
+    return args.func(args)

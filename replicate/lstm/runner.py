@@ -1,0 +1,56 @@
+"""One training run from a flat spec: what the CLI and other experiments call.
+
+``spec`` = {"name": str, "settings": {"size": ..., **overrides}, "config": <resolved config slice
+for provenance>}. Writes ``out_dir/metrics.json`` (with provenance), ``history.csv`` and
+``checkpoint.pt`` (kept so that rerunning the target resumes or only re-evaluates).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from replicate import devices, provenance
+from replicate import io as rio
+from replicate.lstm.config import resolve
+from replicate.lstm.model import LSTMLM
+from replicate.lstm.train import Trainer, seed_everything
+
+MATH_MODULES = ("lstm.config", "lstm.kernels", "lstm.model", "lstm.train")
+# settings that do not change the trained weights: a checkpoint stays valid when they change
+NOT_MATH = ("checkpoint_minutes", "log_every", "eval_window", "eval_max_tokens")
+
+
+def build(settings: dict[str, Any], vocab_size: int):
+    """(model, model_cfg, train_cfg) from settings; the model is initialised from the run's seed."""
+    model_cfg, train_cfg = resolve(settings, vocab_size)
+    seed_everything(train_cfg.seed)
+    return LSTMLM(model_cfg), model_cfg, train_cfg
+
+
+def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None = None,
+              device: str = "auto", allow_tf32: bool = False, log=print, **hooks) -> dict[str, Any]:
+    """Train (or resume) one run and write its outputs; ``hooks`` go to ``Trainer``
+    (extra_loss, on_epoch, on_step)."""
+    started = provenance.now()
+    dev = devices.resolve_device(device)
+    devices.setup(threads, allow_tf32)
+    model, model_cfg, train_cfg = build(spec["settings"], len(corpus.vocab))
+    out_dir = Path(out_dir)
+    resolved = {"model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(train_cfg)}
+    log(f"[{spec['name']}] {model.num_parameters():,} parameters; settings {resolved}")
+    fingerprint = {k: {f: v for f, v in d.items() if f not in NOT_MATH} for k, d in resolved.items()}
+    # A checkpoint written by other training code is never resumed silently (a rerun after a code
+    # change would otherwise serve the old code's weights under the new code's name).
+    fingerprint["code_version"] = provenance.source_hash(*MATH_MODULES)
+    trainer = Trainer(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
+                      name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
+    metrics = trainer.run()
+    result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
+              "code_version": provenance.source_hash(*MATH_MODULES),
+              "provenance": provenance.collect(spec.get("config", spec), started, str(dev))}
+    rio.write_json(out_dir / "metrics.json", result)
+    log(f"[{spec['name']}] done: train {metrics['train_ppl']:.2f} (clean {metrics['train_clean_ppl']:.2f}) "
+        f"valid {metrics['valid_ppl']:.2f} test {metrics['test_ppl']:.2f}")
+    return result

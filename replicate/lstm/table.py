@@ -1,0 +1,60 @@
+"""Press & Wolf tables: our perplexities (mean over seeds) beside the paper's, with differences."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replicate import io as rio
+from replicate.errors import ReplicateError
+
+METRICS = ("train", "valid", "test")
+
+
+def collect(metrics_paths: list[str | Path]):
+    """One row per run from metrics.json files: cell, seed, perplexities, parameters."""
+    import pandas as pd
+
+    rows = []
+    for path in metrics_paths:
+        m = rio.read_json(path)
+        cell, _, seed = m["run"].rpartition("/seed")
+        rows.append({"cell": cell, "seed": int(seed), "train": m["train_ppl"], "train_clean": m["train_clean_ppl"],
+                     "valid": m["valid_ppl"], "test": m["test_ppl"], "params_m": m["num_parameters"] / 1e6,
+                     "epochs": m["epochs_completed"]})
+    return pd.DataFrame(rows)
+
+
+def build_table(runs, paper, protocol: str):
+    """Join per-cell means of ``runs`` with the ``paper`` rows (by ``cell``)."""
+    import pandas as pd
+
+    missing = set(runs["cell"]) - set(paper["cell"])
+    agg = runs.groupby("cell", sort=False).agg(
+        n_seeds=("seed", "count"), epochs=("epochs", "first"), params_m_ours=("params_m", "first"),
+        train_ours=("train", "mean"), train_clean_ours=("train_clean", "mean"),
+        valid_ours=("valid", "mean"), test_ours=("test", "mean")).reset_index()
+    ref = paper.rename(columns={f"{k}_ppl": f"{k}_paper" for k in METRICS} | {"params_m": "params_m_paper"})
+    table = agg.merge(ref, on="cell", how="left")
+    for k in METRICS:
+        table[f"{k}_diff"] = table[f"{k}_ours"] - table[f"{k}_paper"]
+        table[f"{k}_rel_diff"] = table[f"{k}_diff"] / table[f"{k}_paper"]
+    table["protocol"] = protocol
+    cols = ["cell", "row", "protocol", "n_seeds", "epochs", "params_m_ours", "params_m_paper"]
+    for k in METRICS:
+        cols += [f"{k}_ours", f"{k}_paper", f"{k}_diff", f"{k}_rel_diff"]
+    cols += ["train_clean_ours", "source"]
+    table = table[cols]
+    if missing:  # cells without a published row (e.g. medium_wt) keep empty paper columns
+        table.loc[table["cell"].isin(missing), "source"] = "no published number"
+    return table
+
+
+def write_table(metrics_paths, paper_csv, out_csv, protocol: str, table: str) -> None:
+    import pandas as pd
+
+    if not Path(paper_csv).is_file():
+        raise ReplicateError(f"paper reference table missing: {paper_csv}",
+                             f"restore paper/reference/press_wolf_{table}.csv from git")
+    frame = build_table(collect(metrics_paths), pd.read_csv(paper_csv), protocol)
+    rio.write_csv(out_csv, frame)
+    print(frame.to_string(index=False))

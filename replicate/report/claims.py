@@ -1,0 +1,436 @@
+"""The claims under test, each a function of the result tables -> evidence + verdict.
+
+Every check reads the canonical frames of ``replicate.report.sources.Results`` (one attribute per
+result table, ``None`` when the pipeline did not produce it in this protocol) and returns a
+``Verdict``: ``holds`` / ``does not hold`` from the numbers, or ``not run in this protocol`` when a
+table or a row it needs is missing. Nothing here knows a number from the papers: the paper's
+values are shown beside ours in the sections, never used to decide a verdict.
+
+Canonical frames (see sources.py for how the owners' CSVs are mapped onto them):
+- ``pw_table6`` / ``pw_table5``: ``model`` = the run's cell id (small, small_wt, small_pr, small_wt_pr /
+  large, large_wt, large_bd_wd, large_bd_wt), ``train_ppl`` (as the reference code reports it: running,
+  with dropout), ``valid_ppl``, ``test_ppl``, ``protocol``;
+- ``inan_table1``: ``dataset``, ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ppl``,
+  ``test_ppl``, ``protocol``;
+- ``inan_figure1``: ``panel`` (a: tau fixed, beta swept; b: beta = 1, tau swept), ``tau``, ``beta``,
+  ``distance`` (one row per seed or per mean), ``protocol``;
+- ``initial_loss``: one row per configuration (mean over seeds): ``token_dist``, ``branches``
+  (zero | normal), ``tied``, ``rescale``, ``mixer``, ``d``, ``n``, ``std``, ``loss_mean``,
+  ``reference_loss`` (theory for zero-branch tied rows), ``protocol``;
+- ``families``: ``model``, ``total_params``, ``embedding_share``;
+- ``scale_data``: ``train_tokens``, ``gain`` (valid ppl untied minus tied), ``rel_gain`` (gain / untied;
+  optional), one row per (data size, seed), ``protocol``;
+- ``scale_model``: ``hidden``, ``embedding_share`` (of the untied model), ``rel_gain``, one row per
+  (hidden size, seed), ``protocol``;
+- ``embedding_similarity``: ``comparison`` (tied_vs_untied_input | tied_vs_untied_output),
+  ``spearman``, ``protocol``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from replicate.report.document import NOT_RUN
+
+HOLDS = "holds"
+FAILS = "does not hold"
+STATUSES = (HOLDS, FAILS, NOT_RUN)
+
+DEFAULT_TOLERANCES = {
+    # |measured - log(exp(d sigma) + n - 1)| for tied, zero-branch models (nats) ...
+    "theory_nats": 0.1,
+    # ... at widths d >= this (the closed form assumes ||w|| / sqrt(d) ~ sigma, loose at small d)
+    "theory_min_width": 128,
+    # |measured - log n| for tied + rescale, zero-branch models (nats)
+    "rescale_nats": 0.1,
+    # "slightly above log n": 0 < loss - log n <= this (nats), standard init (branches not zero)
+    "above_log_n_nats": 0.5,
+}
+
+
+@dataclass
+class Verdict:
+    status: str
+    evidence: str
+    protocol: str = ""
+
+    def __post_init__(self):
+        assert self.status in STATUSES, self.status
+
+
+@dataclass
+class Claim:
+    id: str
+    statement: str
+    paper: str
+    section: str
+    check: Callable[..., Verdict]
+    uses_tolerances: bool = field(default=False)
+
+    def evaluate(self, results, tolerances: dict | None = None) -> Verdict:
+        tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
+        return self.check(results, tol) if self.uses_tolerances else self.check(results)
+
+
+def not_run(why: str) -> Verdict:
+    return Verdict(NOT_RUN, why)
+
+
+def _protocol(*frames) -> str:
+    labels: list[str] = []
+    for f in frames:
+        if f is not None and "protocol" in f.columns:
+            labels += [str(p) for p in f["protocol"].dropna().unique()]
+    return ", ".join(dict.fromkeys(labels))
+
+
+def _verdict(ok: bool, evidence: str, *frames) -> Verdict:
+    return Verdict(HOLDS if ok else FAILS, evidence, _protocol(*frames))
+
+
+def _rows(frame: pd.DataFrame | None, key: str, names: list[str], cols: list[str]) -> dict | None:
+    """{name: {col: value}} for the rows whose ``key`` is each name, or None if any is missing/empty."""
+    if frame is None or key not in frame.columns:
+        return None
+    out = {}
+    for name in names:
+        part = frame[frame[key] == name]
+        if part.empty or any(c not in part.columns or part[c].isna().all() for c in cols):
+            return None
+        out[name] = {c: float(part[c].mean()) for c in cols}
+    return out
+
+
+def _f(x: float) -> str:
+    return f"{x:.2f}"
+
+
+# ------------------------------------------------------------------------------- Press & Wolf
+def pw_small_tying_lowers_eval(r) -> Verdict:
+    rows = _rows(r.pw_table6, "model", ["small", "small_wt"], ["valid_ppl", "test_ppl"])
+    if rows is None:
+        return not_run("Table 6 rows small and small+WT not both present")
+    a, b = rows["small"], rows["small_wt"]
+    ok = b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
+    return _verdict(ok, f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
+                        f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])} (small → small+WT)", r.pw_table6)
+
+
+def _pairs_lower_eval(table, pairs, missing: str) -> Verdict:
+    """Holds when, for every (before, after) pair of rows present, after has lower valid and test ppl."""
+    found = [(u, t, _rows(table, "model", [u, t], ["valid_ppl", "test_ppl"])) for u, t in pairs]
+    found = [(u, t, rows) for u, t, rows in found if rows is not None]
+    if not found:
+        return not_run(missing)
+    parts, ok = [], True
+    for u, t, rows in found:
+        a, b = rows[u], rows[t]
+        ok &= b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
+        parts.append(f"{u} → {t}: valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
+                     f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])}")
+    return _verdict(ok, "; ".join(parts), table)
+
+
+def pw_large_tying_lowers_eval(r) -> Verdict:
+    return _pairs_lower_eval(r.pw_table5, [("large", "large_wt"), ("large_bd_wd", "large_bd_wt")],
+                             "no untied/tied pair of Table 5 (large) rows present")
+
+
+def pw_large_regulariser_signature(r) -> Verdict:
+    rows = _rows(r.pw_table5, "model", ["large", "large_wt"], ["train_ppl", "valid_ppl"])
+    if rows is None:
+        return not_run("Table 5 rows large and large+WT not both present")
+    a, b = rows["large"], rows["large_wt"]
+    ok = b["train_ppl"] > a["train_ppl"] and b["valid_ppl"] < a["valid_ppl"]
+    return _verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])}, "
+                        f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])} (large → large+WT)", r.pw_table5)
+
+
+def pw_small_wt_lowers_train(r) -> Verdict:
+    rows = _rows(r.pw_table6, "model", ["small", "small_wt"], ["train_ppl"])
+    if rows is None:
+        return not_run("Table 6 rows small and small+WT not both present")
+    a, b = rows["small"]["train_ppl"], rows["small_wt"]["train_ppl"]
+    return _verdict(b < a, f"train {_f(a)} → {_f(b)} (small → small+WT, no dropout)", r.pw_table6)
+
+
+def pw_small_pr_raises_train(r) -> Verdict:
+    rows = _rows(r.pw_table6, "model", ["small", "small_pr"], ["train_ppl", "valid_ppl"])
+    if rows is None:
+        return not_run("Table 6 rows small and small+PR not both present")
+    a, b = rows["small"], rows["small_pr"]
+    ok = b["train_ppl"] > a["train_ppl"]
+    return _verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])} (small → small+PR)", r.pw_table6)
+
+
+def pw_pr_helps_without_dropout(r) -> Verdict:
+    return _pairs_lower_eval(r.pw_table6, [("small", "small_pr"), ("small_wt", "small_wt_pr")],
+                             "no pair of Table 6 rows with and without PR present")
+
+
+def pw_wt_pr_best_small(r) -> Verdict:
+    names = ["small", "small_wt", "small_pr", "small_wt_pr"]
+    rows = _rows(r.pw_table6, "model", names, ["valid_ppl", "test_ppl"])
+    if rows is None:
+        return not_run("not all four Table 6 rows present")
+    best_v = min(names, key=lambda n: rows[n]["valid_ppl"])
+    best_t = min(names, key=lambda n: rows[n]["test_ppl"])
+    ok = best_v == best_t == "small_wt_pr"
+    return _verdict(ok, f"lowest valid: {best_v} ({_f(rows[best_v]['valid_ppl'])}); "
+                        f"lowest test: {best_t} ({_f(rows[best_t]['test_ppl'])})", r.pw_table6)
+
+
+# ---------------------------------------------------------------------------------------- Inan
+def _inan_sizes(r, sizes: list[str], dataset: str = "ptb") -> dict:
+    t = r.inan_table1
+    if t is None:
+        return {}
+    t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
+    out = {}
+    for size in sizes:
+        rows = _rows(t[t["size"] == size], "model", ["+AL", "+RE", "+REAL"], ["valid_ppl"])
+        if rows is not None:
+            out[size] = {k: v["valid_ppl"] for k, v in rows.items()}
+    return out
+
+
+def inan_al_beats_re_small(r) -> Verdict:
+    got = _inan_sizes(r, ["small"])
+    if not got:
+        return not_run("Table 1 small rows +AL and +RE (PTB) not present")
+    v = got["small"]
+    return _verdict(v["+AL"] < v["+RE"], f"small valid: +AL {_f(v['+AL'])} vs +RE {_f(v['+RE'])}", r.inan_table1)
+
+
+def inan_re_beats_al_larger(r) -> Verdict:
+    got = _inan_sizes(r, ["medium", "large"])
+    if not got:
+        return not_run("Table 1 medium/large rows +AL and +RE (PTB) not present")
+    ok = all(v["+RE"] < v["+AL"] for v in got.values())
+    ev = "; ".join(f"{s} valid: +RE {_f(v['+RE'])} vs +AL {_f(v['+AL'])}" for s, v in got.items())
+    return _verdict(ok, ev, r.inan_table1)
+
+
+def inan_real_best(r) -> Verdict:
+    t = r.inan_table1
+    if t is None:
+        return not_run("Inan Table 1 not produced")
+    t = t[t["dataset"] == "ptb"] if "dataset" in t.columns else t
+    parts, ok, any_size = [], True, False
+    for size in dict.fromkeys(t["size"]):
+        part = t[t["size"] == size].dropna(subset=["valid_ppl"])
+        models = set(part["model"])
+        if "+REAL" not in models or len(models) < 2:
+            continue
+        any_size = True
+        means = part.groupby("model")["valid_ppl"].mean()
+        best = means.idxmin()
+        ok &= best == "+REAL"
+        parts.append(f"{size}: lowest valid {best} ({_f(means[best])}) of {len(means)} rows")
+    if not any_size:
+        return not_run("no size with +REAL and another row in Table 1 (PTB)")
+    return _verdict(ok, "; ".join(parts), r.inan_table1)
+
+
+def inan_distance_falls_with_beta(r) -> Verdict:
+    f = r.inan_figure1
+    if f is None:
+        return not_run("Inan Figure 1 data not produced")
+    a = f[f["panel"] == "a"].dropna(subset=["distance"]) if "panel" in f.columns else f
+    means = a.groupby("beta")["distance"].mean().sort_index()
+    if len(means) < 2:
+        return not_run("Figure 1a needs at least two beta values")
+    lo, hi = means.index[0], means.index[-1]
+    rho = pd.Series(means.index).corr(pd.Series(means.values), method="spearman")
+    ok = means.iloc[-1] < means.iloc[0] and rho < 0
+    return _verdict(ok, f"mean distance {means.iloc[0]:.3f} at β = {lo:g} → {means.iloc[-1]:.3f} at β = {hi:g}; "
+                        f"Spearman ρ(β, distance) = {rho:.2f} over {len(means)} β values", f)
+
+
+# ---------------------------------------------------------------------------- initial loss
+def _il(r, **where) -> pd.DataFrame | None:
+    s = r.initial_loss
+    if s is None:
+        return None
+    if "token_dist" in s.columns and (s["token_dist"] == "uniform").any():
+        s = s[s["token_dist"] == "uniform"]
+    for k, v in where.items():
+        if k not in s.columns:
+            return None
+        s = s[s[k] == v]
+    if "mixer" in s.columns:
+        s = s[s["mixer"].fillna("none") == "none"]
+    return s if len(s) else None
+
+
+def il_tied_follows_theory(r, tol) -> Verdict:
+    s = _il(r, branches="zero", tied=True, rescale=False)
+    if s is None:
+        return not_run("no tied, zero-branch, unscaled points in the initial-loss sweep")
+    s = s[s["d"] >= tol["theory_min_width"]]
+    if s.empty:
+        return not_run(f"no tied, zero-branch point at width d ≥ {tol['theory_min_width']} (the theory's regime)")
+    diff = (s["loss_mean"] - s["reference_loss"]).abs()
+    worst = s.loc[diff.idxmax()]
+    ok = bool(diff.max() <= tol["theory_nats"])
+    return _verdict(ok, f"max |measured − log(e^(dσ)+n−1)| = {diff.max():.3f} nats over {len(s)} points with "
+                        f"d ≥ {tol['theory_min_width']} (worst d = {int(worst['d'])}, σ = {worst['std']}; "
+                        f"tolerance {tol['theory_nats']} nats)", r.initial_loss)
+
+
+def il_rescale_gives_log_n(r, tol) -> Verdict:
+    s = _il(r, branches="zero", tied=True, rescale=True)
+    if s is None:
+        return not_run("no tied + rescale, zero-branch points in the initial-loss sweep")
+    diff = (s["loss_mean"] - np.log(s["n"].astype(float))).abs()
+    ok = bool(diff.max() <= tol["rescale_nats"])
+    return _verdict(ok, f"max |measured − log n| = {diff.max():.3f} nats over {len(s)} points "
+                        f"(log n = {math.log(float(s['n'].iloc[0])):.2f}; tolerance {tol['rescale_nats']} nats)",
+                    r.initial_loss)
+
+
+def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
+    s = _il(r, branches="normal", rescale=False)
+    if s is None or "std" not in s.columns:
+        return not_run("no standard-init (non-zero branches) points in the initial-loss sweep")
+    s = s[s["std"].astype(str) == "0.02"]
+    if s.empty or set(s["tied"]) != {True, False}:
+        return not_run("standard init (σ = 0.02) needs both tied and untied points")
+    gap = s["loss_mean"] - np.log(s["n"].astype(float))
+    ok = bool((gap > 0).all() and (gap <= tol["above_log_n_nats"]).all())
+    parts = [f"{'tied' if t else 'untied'}: log n + [{g.min():.3f}, {g.max():.3f}]"
+             for t, g in gap.groupby(s["tied"])]
+    return _verdict(ok, "; ".join(parts) + f" nats over {len(s)} points (σ = 0.02; 'slightly above' = "
+                        f"0 < gap ≤ {tol['above_log_n_nats']} nats)", r.initial_loss)
+
+
+def scale_embedding_share_shrinks(r) -> Verdict:
+    f = r.families
+    if f is None or len(f) < 3:
+        return not_run("model-family table not produced (needs at least 3 models)")
+    rho = f["total_params"].astype(float).corr(f["embedding_share"].astype(float), method="spearman")
+    small, big = f.loc[f["total_params"].idxmin()], f.loc[f["total_params"].idxmax()]
+    return _verdict(rho < 0, f"Spearman ρ(total parameters, embedding share) = {rho:.2f} over {len(f)} models; "
+                             f"{small['model']}: {small['embedding_share']:.1%}, "
+                             f"{big['model']}: {big['embedding_share']:.1%}", f)
+
+
+# ---------------------------------------------------------------------------------- scale study
+def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error (nan with fewer than 3 points)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = len(x)
+    xc = x - x.mean()
+    sxx = float((xc ** 2).sum())
+    if n < 2 or sxx == 0:
+        return math.nan, math.nan
+    slope = float((xc * (y - y.mean())).sum() / sxx)
+    if n < 3:
+        return slope, math.nan
+    resid = y - y.mean() - slope * xc
+    return slope, math.sqrt(float((resid ** 2).sum()) / (n - 2) / sxx)
+
+
+def _trend_verdict(slope: float, se: float, want_negative: bool, what: str, frames) -> Verdict:
+    """holds when the slope has the claimed sign beyond 2 standard errors; otherwise does not hold,
+    saying whether the data point the other way or cannot tell (the scale study's own rule)."""
+    sign_ok = slope < 0 if want_negative else slope > 0
+    strong = math.isfinite(se) and abs(slope) > 2 * se
+    if sign_ok and strong:
+        status, reading = HOLDS, "beyond 2 s.e."
+    elif strong:
+        status, reading = FAILS, "opposite sign, beyond 2 s.e."
+    else:
+        status, reading = FAILS, "inconclusive: within 2 s.e. of zero"
+    se_text = f"{se:.3g}" if math.isfinite(se) else "n/a"
+    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {se_text}; {reading})", _protocol(*frames))
+
+
+def scale_gain_shrinks_with_data(r) -> Verdict:
+    s = r.scale_data
+    if s is None or "train_tokens" not in s.columns:
+        return not_run("data-scale study not produced")
+    s = s.dropna(subset=["train_tokens", "rel_gain" if "rel_gain" in s.columns else "gain"])
+    if s["train_tokens"].nunique() < 2:
+        return not_run("data-scale study needs at least two data sizes")
+    y = s["rel_gain"] if "rel_gain" in s.columns else s["gain"]
+    slope, se = _slope(np.log10(s["train_tokens"].astype(float)), y)
+    means = s.groupby("train_tokens")["gain"].mean().sort_index()
+    v = _trend_verdict(slope, se, True, f"{'relative ' if 'rel_gain' in s.columns else ''}tying gain vs "
+                       f"log10(training tokens) over {len(s)} (size, seed) pairs", [s])
+    v.evidence += (f"; mean gain (valid ppl untied − tied) {means.iloc[0]:.2f} at {int(means.index[0]):,} tokens → "
+                   f"{means.iloc[-1]:.2f} at {int(means.index[-1]):,}")
+    return v
+
+
+def scale_gain_shrinks_with_share(r) -> Verdict:
+    s = r.scale_model
+    if s is None or s["embedding_share"].nunique() < 2:
+        return not_run("model-scale study not produced (needs at least two hidden sizes)")
+    slope, se = _slope(s["embedding_share"].astype(float), s["rel_gain"].astype(float))
+    return _trend_verdict(slope, se, False, f"relative tying gain vs embedding share of parameters over "
+                          f"{len(s)} (size, seed) pairs", [s])
+
+
+def emb_tied_like_output(r) -> Verdict:
+    e = r.embedding_similarity
+    if e is None:
+        return not_run("embedding-similarity analysis not produced")
+    got = e.groupby("comparison")["spearman"].mean()
+    need = ["tied_vs_untied_input", "tied_vs_untied_output"]
+    if any(k not in got.index for k in need):
+        return not_run("needs the tied-vs-untied-input and tied-vs-untied-output similarities")
+    a, b = got["tied_vs_untied_input"], got["tied_vs_untied_output"]
+    return _verdict(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
+                           f"to the untied input embedding {a:.3f}", e)
+
+
+CLAIMS: list[Claim] = [
+    Claim("pw_small_tying", "Weight tying lowers valid and test perplexity (small model, no dropout).",
+          "Press & Wolf 2017, Table 6", "press_wolf", pw_small_tying_lowers_eval),
+    Claim("pw_large_tying", "Weight tying lowers valid and test perplexity (large models).",
+          "Press & Wolf 2017, Table 5", "press_wolf", pw_large_tying_lowers_eval),
+    Claim("pw_regulariser", "Regulariser signature: with dropout, tying raises train perplexity while "
+          "lowering valid perplexity (large: train 37.8 → 48.5).",
+          "Press & Wolf 2017, Table 5", "press_wolf", pw_large_regulariser_signature),
+    Claim("pw_small_wt_train", "Without dropout, weight tying alone lowers train perplexity slightly "
+          "(Table 6 read on its own).", "Press & Wolf 2017, Table 6", "press_wolf", pw_small_wt_lowers_train),
+    Claim("pw_small_pr_train", "Projection regularisation raises train perplexity (small, no dropout).",
+          "Press & Wolf 2017, Table 6", "press_wolf", pw_small_pr_raises_train),
+    Claim("pw_pr_helps", "Projection regularisation lowers valid and test perplexity without dropout.",
+          "Press & Wolf 2017, Table 6", "press_wolf", pw_pr_helps_without_dropout),
+    Claim("pw_wtpr_best", "WT+PR is the best of the four small models.",
+          "Press & Wolf 2017, Table 6", "press_wolf", pw_wt_pr_best_small),
+    Claim("inan_al_small", "At small size the augmented loss (AL) beats reused embeddings (RE).",
+          "Inan et al. 2017, Table 1", "inan", inan_al_beats_re_small),
+    Claim("inan_re_large", "At medium and large size RE beats AL.",
+          "Inan et al. 2017, Table 1", "inan", inan_re_beats_al_larger),
+    Claim("inan_real_best", "REAL (RE + AL) is the best model at every size.",
+          "Inan et al. 2017, Table 1", "inan", inan_real_best),
+    Claim("inan_subspace", "The subspace distance between input and output embeddings falls as β → 1.",
+          "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_falls_with_beta),
+    Claim("il_theory", "With zero residual branches, the tied initial loss follows log(e^(dσ) + n − 1).",
+          "Su 2023; the essay", "initial_loss", il_tied_follows_theory, uses_tolerances=True),
+    Claim("il_rescale", "The d^−1/2 output rescale brings the tied initial loss to ≈ log n.",
+          "T5 / Mesh-TensorFlow; Su 2023", "initial_loss", il_rescale_gives_log_n, uses_tolerances=True),
+    Claim("il_standard", "With standard init (σ = 0.02 everywhere) tied and untied both start slightly "
+          "above log n.", "the essay (Llama, 12 layers, n = 32k)", "initial_loss",
+          il_standard_init_slightly_above_log_n, uses_tolerances=True),
+    Claim("scale_share", "The embedding share of parameters shrinks as models grow.",
+          "the essay; public model configs", "initial_loss", scale_embedding_share_shrinks),
+    Claim("emb_tied_output", "The tied embedding evolves like the untied output embedding, not the input one.",
+          "Press & Wolf 2017, Section 4", "scale", emb_tied_like_output),
+    Claim("scale_data_gain", "The tying gain shrinks as the training data grows.",
+          "the essay", "scale", scale_gain_shrinks_with_data),
+    Claim("scale_model_share", "The tying gain shrinks as the embedding share of parameters falls "
+          "(larger hidden size, same data).", "the essay", "scale", scale_gain_shrinks_with_share),
+]
+
+
+def evaluate_all(results, tolerances: dict | None = None) -> list[tuple[Claim, Verdict]]:
+    return [(c, c.evaluate(results, tolerances)) for c in CLAIMS]

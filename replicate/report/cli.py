@@ -1,0 +1,58 @@
+"""``python -m replicate report {build,learning-curves}``: the report rules' commands.
+
+- build:           results/report/report.md + index.html from the result files and the template
+- learning-curves: the Press & Wolf learning-curve figure (PNG + SVG) from the runs' history.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from replicate.errors import ReplicateError
+
+
+def _build(args) -> int:
+    try:
+        spec = json.loads(args.spec)
+    except json.JSONDecodeError as exc:
+        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the rule's {params.spec:q}") from exc
+    section = spec.get("report", {})
+    from replicate.report.build import build
+
+    out = build(args.results, args.template, args.md, args.html, figures_dir=args.figures,
+                captions_dir=args.captions, tolerances=section.get("tolerances"), title=section.get("title"),
+                sections=spec.get("sections"), full_protocol=spec.get("full_protocol"))
+    for claim, status in out["verdicts"].items():
+        print(f"{claim:<18} {status}")
+    print(f"figures shown: {len(out['shown_figures'])}; wrote {args.md} and {args.html}")
+    return 0
+
+
+def _curves(args) -> int:
+    from replicate.report.figures import write_learning_curves
+
+    for path in write_learning_curves(args.histories, args.out_stem):
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m replicate report")
+    sub = parser.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("build", help="assemble the Markdown and HTML report from the result files")
+    p.add_argument("--results", default="results", help="results folder to read")
+    p.add_argument("--template", default="paper/report_template.md", help="narrative template")
+    p.add_argument("--md", required=True, help="output Markdown report")
+    p.add_argument("--html", required=True, help="output self-contained HTML report")
+    p.add_argument("--figures", default=None, help="figures folder (default: <results>/figures)")
+    p.add_argument("--captions", default="workflow/report", help="folder of figure captions (*.rst)")
+    p.add_argument("--spec", default="{}", help="JSON: {report: <report config section>, sections: <this run's experiment sections>, "
+                        "full_protocol: <the same sections in config/paper.yaml>}")
+    p.set_defaults(func=_build)
+    p = sub.add_parser("learning-curves", help="Press & Wolf train/valid perplexity per epoch (PNG + SVG)")
+    p.add_argument("--out-stem", required=True, help="output path without extension")
+    p.add_argument("histories", nargs="+", help="press_wolf/<cell>/seed<k>/history.csv files")
+    p.set_defaults(func=_curves)
+    args = parser.parse_args(argv)
+    return args.func(args)

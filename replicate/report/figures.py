@@ -1,0 +1,78 @@
+"""Figures the report draws itself (those no experiment rule writes), in the shared style.
+
+- ``report_press_wolf_learning_curves``: train and valid perplexity per epoch for every Press & Wolf
+  run (history.csv), tied vs untied, with and without PR.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def _pw_variant(cell: str) -> tuple[str, str]:
+    base = cell.split("@", 1)[0]
+    tying = "tied (WT)" if "_wt" in base else "untied"
+    extra = [p for p in ("pr", "bd") if f"_{p}" in base]
+    size = base.split("_", 1)[0]
+    return tying, size + (" + " + " + ".join(e.upper() for e in extra) if extra else "")
+
+
+def learning_curves(histories: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    h = histories.copy()
+    variants = h["cell"].map(_pw_variant)
+    h["output layer"] = [v[0] for v in variants]
+    h["model"] = [v[1] for v in variants]
+    long = h.melt(id_vars=["cell", "seed", "epoch", "output layer", "model"], value_vars=["train_ppl", "valid_ppl"],
+                  var_name="split", value_name="perplexity")
+    long["split"] = long["split"].map({"train_ppl": "train (running)", "valid_ppl": "valid"})
+    models = list(dict.fromkeys(h.sort_values("cell")["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(4.8 * len(models), 4.2), sharey=True, squeeze=False)
+    for ax, model in zip(axes[0], models):
+        part = long[long["model"] == model]
+        sns.lineplot(data=part, x="epoch", y="perplexity", hue="output layer", style="split", markers=True,
+                     hue_order=["untied", "tied (WT)"], style_order=["train (running)", "valid"],
+                     errorbar=("pi", 100) if part["seed"].nunique() > 1 else None, ax=ax)
+        ax.set_yscale("log")
+        ax.set_title(model)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("perplexity (log scale)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        handles, labels = ax.get_legend_handles_labels()
+        ax.get_legend().remove()
+    fig.suptitle("Press & Wolf LSTMs: train vs valid perplexity per epoch", y=1.02)
+    fig.tight_layout()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(labels), fontsize="small")
+    return fig
+
+
+def read_histories(paths) -> pd.DataFrame:
+    """history.csv files at press_wolf/<cell>/seed<k>/history.csv -> one frame with cell and seed."""
+    from replicate.errors import ReplicateError
+
+    frames = []
+    for path in map(Path, paths):
+        frame = pd.read_csv(path)
+        missing = [c for c in ("epoch", "train_ppl", "valid_ppl") if c not in frame.columns]
+        if missing:
+            raise ReplicateError(f"{path} lacks {missing}", "rerun the Press & Wolf training rule")
+        if not path.parent.name.startswith("seed"):
+            raise ReplicateError(f"{path} is not at press_wolf/<cell>/seed<k>/history.csv",
+                                 "pass the history files the training rule writes")
+        frame.insert(0, "seed", int(path.parent.name.removeprefix("seed")))
+        frame.insert(0, "cell", path.parent.parent.name)
+        frames.append(frame)
+    if not frames:
+        raise ReplicateError("no history files given", "pass at least one press_wolf/<cell>/seed<k>/history.csv")
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_learning_curves(paths, stem: str | Path) -> list[Path]:
+    from replicate.plotting import save_figure, use_style
+
+    use_style()
+    return save_figure(learning_curves(read_histories(paths)), stem)

@@ -1,0 +1,153 @@
+"""Cluster resource estimates (memory, time limit) of the heavy jobs, derived from the model size.
+
+Used by workflow/rules/resources.smk to fill the `mem_mb` and `runtime` resources of the training and
+sweep rules, so that a SLURM job asks for what its model needs: a large LSTM gets more memory and time
+than a small one, WikiText-2 (33k words) more than PTB (10k). The estimates are deliberately generous
+(a job killed at its limit costs more than an idle reservation) and grow with Snakemake's `attempt`
+(1, 2, 3, ...) so that a retried job gets more of both.
+
+Model of a training job (all in float32):
+- memory = interpreter + torch (BASE_MB) + the corpus (int64 token ids) + parameters x copies
+  (weights, gradients, update/clip temporaries, checkpoint buffers) + activations of one training batch
+  or one evaluation window (the logits dominate: tokens x vocabulary), times SAFETY;
+- time = a fixed start-up allowance + (training + evaluation FLOPs) / an assumed sustained rate,
+  plus a per-step latency on GPU (the recurrence is sequential), times SAFETY.
+On a GPU the activations and parameters live in device memory; the host keeps the CUDA runtime, the
+corpus and checkpoint copies (GPU memory is not a SLURM request; pick the GPU model in the profile).
+
+The rates are calibrated on this project's measurements, then lowered: the small LSTM trains at
+~3,500 tokens/s on 2 threads of the development machine (~27 GFLOP/s per thread of model math);
+we assume CPU_FLOPS_PER_THREAD = 12 GFLOP/s. Override any estimate per rule in the profile
+(`set-resources`), which wins over these functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+# Shapes of the prepared corpora (README "Local data"; checked against a real prepare run by
+# tests/test_resources.py). Used only for estimates: the jobs read the real corpus.
+CORPUS_SHAPES: dict[str, dict[str, int]] = {
+    "ptb": {"vocab": 10_000, "train": 929_589, "valid": 73_760, "test": 82_430},
+    "wikitext2": {"vocab": 33_278, "train": 2_088_628, "valid": 217_646, "test": 245_569},
+}
+
+BASE_MB = {"cpu": 800, "cuda": 3000}  # python + torch (+ CUDA runtime on GPU nodes), host RSS
+CPU_FLOPS_PER_THREAD = 12e9  # sustained fp32 model math per torch thread (measured ~27e9 here)
+GPU_FLOPS = 2e12  # sustained fp32 (no TF32) for these small recurrent models, far below peak
+GPU_SECONDS_PER_STEP = 2e-3  # kernel-launch latency per time step of the recurrence (train and eval)
+CPU_SECONDS_PER_EVAL_TOKEN = 1e-4  # batch-1 evaluation is sequential matrix-vector work
+PARAM_COPIES = {"cpu": 5, "cuda": 2}  # weights, grads, temporaries, checkpoint (host side on GPU)
+SAFETY = 1.3
+STARTUP_MINUTES = 10  # imports, corpus load, checkpoint writes, node start-up
+MEM_STEP_MB = 256
+RNG_NUMBERS_PER_S_PER_THREAD = 20e6  # streamed transformer init (measured ~55e6 per thread here)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    mem_mb: int  # SLURM --mem for attempt 1
+    runtime_min: int  # SLURM --time (minutes) for attempt 1
+    parameters: int  # distinct parameters (tied matrix once)
+    train_flops: float  # model FLOPs of the whole job (training + evaluation)
+
+    def for_attempt(self, attempt: int) -> "Estimate":
+        """Retry k gets k times the memory and time of the first attempt."""
+        k = max(1, int(attempt))
+        return dataclasses.replace(self, mem_mb=self.mem_mb * k, runtime_min=self.runtime_min * k)
+
+
+def device_kind(device: str) -> str:
+    """'cuda' when the config asks for a GPU explicitly (cuda, cuda:N), else 'cpu' (auto and cpu: a
+    cluster job gets a GPU only when the config says so; see README "Running on a cluster")."""
+    return "cuda" if str(device).startswith("cuda") else "cpu"
+
+
+def corpus_shape(dataset: str) -> dict[str, int]:
+    try:
+        return CORPUS_SHAPES[dataset]
+    except KeyError:
+        raise ValueError(f"no corpus shape for dataset {dataset!r}; known: {sorted(CORPUS_SHAPES)}") from None
+
+
+def _round_up(x: float, step: int) -> int:
+    return int(math.ceil(x / step) * step)
+
+
+def lstm_parameters(vocab: int, hidden: int, layers: int, tying: str, projection: bool) -> int:
+    """Distinct parameters of the Zaremba/P&W LSTM LM (embedding = hidden size; nn.LSTM layout with two
+    bias vectors per layer; the tied matrix counted once; tied_nobias has no output bias).
+    small: 4,653,200 untied / 2,653,200 tied (P&W: 4.65M / 2.65M)."""
+    embedding = vocab * hidden
+    lstm = layers * 4 * (2 * hidden * hidden + 2 * hidden)
+    proj = hidden * hidden + hidden if projection else 0
+    out_weight = 0 if tying in ("tied", "tied_nobias") else vocab * hidden
+    out_bias = 0 if tying == "tied_nobias" else vocab
+    return embedding + lstm + proj + out_weight + out_bias
+
+
+def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "cpu",
+                  threads: int = 1) -> Estimate:
+    """Memory and time of training one LSTM (``model``/``train``: replicate.lstm.config ModelConfig and
+    TrainConfig, or anything with the same attributes) on a corpus of ``shape`` (CORPUS_SHAPES entry)."""
+    kind = device_kind(device)
+    V, H, L = model.vocab_size, model.hidden_size, model.num_layers
+    params = lstm_parameters(V, H, L, model.tying, model.projection)
+    # multiply-accumulates per token outside the embedding lookup
+    macs = L * 4 * 2 * H * H + V * H + (H * H if model.projection else 0)
+
+    def capped(n: int) -> int:
+        return min(n, train.eval_max_tokens) if train.eval_max_tokens else n
+
+    n_train = min(shape["train"], train.max_train_tokens) if train.max_train_tokens else shape["train"]
+    batches = max(1, (n_train - 1) // (train.batch_size * train.bptt))
+    if train.max_batches:
+        batches = min(batches, train.max_batches)
+    train_tokens = train.epochs * batches * train.batch_size * train.bptt
+    # validation after every epoch; at the end clean train, valid and test
+    eval_tokens = train.epochs * capped(shape["valid"]) + capped(n_train) + capped(shape["valid"]) + capped(shape["test"])
+    flops = 6.0 * macs * train_tokens + 2.0 * macs * eval_tokens
+
+    if kind == "cuda":
+        steps = train.epochs * batches * train.bptt + eval_tokens / max(1, train.eval_batch_size)
+        seconds = flops / GPU_FLOPS + steps * GPU_SECONDS_PER_STEP
+    else:
+        seconds = flops / (CPU_FLOPS_PER_THREAD * max(1, int(threads))) + eval_tokens * CPU_SECONDS_PER_EVAL_TOKEN
+    runtime = STARTUP_MINUTES + math.ceil(SAFETY * seconds / 60.0)
+
+    f32 = 4
+    corpus_bytes = 2 * 8 * (shape["train"] + shape["valid"] + shape["test"])
+    param_bytes = PARAM_COPIES[kind] * f32 * params
+    if kind == "cuda":
+        act_bytes = 0  # on the device
+    else:
+        per_token = 3 * V + 20 * L * H  # logits, their gradient and softmax; gates and states per layer
+        train_act = train.batch_size * train.bptt * per_token
+        eval_act = train.eval_batch_size * min(train.eval_window, capped(shape["test"])) * per_token
+        act_bytes = f32 * max(train_act, eval_act)
+    mem = BASE_MB[kind] + SAFETY * (corpus_bytes + param_bytes + act_bytes) / 2**20
+    return Estimate(mem_mb=_round_up(mem, MEM_STEP_MB), runtime_min=int(runtime), parameters=params,
+                    train_flops=flops)
+
+
+def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Estimate:
+    """Memory and time of one streamed initial-loss sweep job (replicate/transformer/sweep.py): it holds
+    the embedding, one block, the untied output matrix and a mixer at a time, and is dominated by drawing
+    the random parameters of every trunk (seeds x token distributions x trunk grid)."""
+    n, d, layers = section["vocab_size"], width, section["n_layers"]
+    block = 12 * d * d  # attention (4 d^2) + gated MLP (~8 d^2)
+    held = 2 * n * d + block + d * d  # embedding, untied output, one block, orthogonal mixer
+    chunk = min(section.get("chunk_tokens", 1024), section["batch_size"] * section["seq_len"])
+    act = 3 * chunk * n + 4 * section["batch_size"] * section["seq_len"] * d
+    mem = BASE_MB["cpu"] + SAFETY * 4 * (2 * held + act) / 2**20
+    trunks = 0
+    for entry in section["trunks"]:
+        trunks += math.prod(len(v) if isinstance(v, list) else 1 for v in entry.values())
+    passes = trunks * len(section["seeds"]) * len(section.get("token_distributions", ["uniform"]))
+    numbers = passes * (2 * n * d + layers * block)
+    seconds = numbers / (RNG_NUMBERS_PER_S_PER_THREAD * max(1, int(threads)))
+    runtime = STARTUP_MINUTES + math.ceil(SAFETY * seconds / 60.0)
+    return Estimate(mem_mb=_round_up(mem, MEM_STEP_MB), runtime_min=int(runtime),
+                    parameters=2 * n * d + layers * block, train_flops=0.0)

@@ -1,0 +1,46 @@
+"""End to end: the smoke DAG's Inan outputs (session fixture ``smoke_run``)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_inan_table1_smoke(smoke_run):
+    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_table1.csv")
+    assert list(df["model"]) == ["VD-LSTM", "+AL", "+RE", "+REAL"]
+    assert (df["dataset"] == "ptb").all() and (df["size"] == "small").all()
+    assert df["valid_ppl"].gt(1).all() and df["test_ppl"].gt(1).all()
+    assert df["paper_valid_ppl"].tolist() == [92.6, 86.3, 89.9, 86.3]  # from paper/reference, not code
+    assert df["valid_diff"].round(6).tolist() == (df["valid_ppl"] - df["paper_valid_ppl"]).round(6).tolist()
+    assert df["protocol"].str.startswith("smoke").all()
+    assert df.loc[df.model.isin(["+AL", "+REAL"]), "tau"].notna().all()
+    assert df.loc[df.model.isin(["VD-LSTM", "+RE"]), "tau"].isna().all()
+    # RE has fewer parameters (one shared matrix, no output bias)
+    params = dict(zip(df["model"], df["params"]))
+    assert params["+RE"] < params["VD-LSTM"] and params["+RE"] == params["+REAL"]
+    assert (smoke_run / "results" / "tables" / "inan_table1.csv.provenance.json").is_file()
+
+
+def test_inan_ablation_smoke(smoke_run):
+    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_ablation.csv")
+    assert len(df) == 2 and set(df["alpha"]) == {1.0, 2.0} and set(df["tau"]) == {5.0}
+    assert df["valid_ppl"].gt(1).all() and df["best_valid"].sum() >= 1
+
+
+def test_inan_figure1_smoke(smoke_run):
+    res = smoke_run / "results"
+    df = pd.read_csv(res / "tables" / "inan_figure1.csv")
+    assert set(df["panel"]) == {"a", "b"}
+    assert df["distance_mean"].between(0, 1).all()
+    runs = pd.read_csv(res / "tables" / "inan_figure1_runs.csv")
+    assert len(runs) == len(df)  # one seed per point in the smoke config
+    for ext in ("png", "svg"):
+        assert (res / "figures" / f"inan_figure1.{ext}").stat().st_size > 1000
+    point = json.loads((res / "inan" / "subspace" / "tau10_beta1.json").read_text())
+    assert point["runs"][0]["embedding_row_norm_max_dev"] < 1e-5
+    assert "provenance" in point

@@ -1,0 +1,116 @@
+"""Unit tests: Inan et al.'s augmented loss, the 6.2 loss, and the subspace distance."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from replicate.inan.losses import augmented_loss, inan_total_loss, subspace_experiment_loss
+from replicate.inan.subspace import principal_cosines, subspace_distance
+
+
+def _hand_kl(logits, targets, emb, tau):
+    """J_aug by hand with plain Python floats (no torch softmax / kl_div)."""
+    total = []
+    for z, t in zip(logits.tolist(), targets.tolist()):
+        u = emb[t].tolist()
+        soft = [sum(ui * ei for ui, ei in zip(u, row)) / tau for row in emb.tolist()]
+        ps = [math.exp(s) for s in soft]
+        ps = [p / sum(ps) for p in ps]
+        qs = [math.exp(v / tau) for v in z]
+        qs = [q / sum(qs) for q in qs]
+        total.append(sum(p * (math.log(p) - math.log(q)) for p, q in zip(ps, qs)))
+    return total
+
+
+def test_augmented_loss_matches_hand_computation():
+    emb = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=torch.float64)
+    logits = torch.tensor([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]], dtype=torch.float64)
+    targets = torch.tensor([2, 0])
+    tau = 0.7
+    hand = _hand_kl(logits, targets, emb, tau)
+    got = augmented_loss(logits, targets, emb, tau, reduction="none")
+    assert got.tolist() == pytest.approx(hand, rel=1e-12)
+    assert float(augmented_loss(logits, targets, emb, tau)) == pytest.approx(sum(hand) / 2, rel=1e-12)
+    assert float(augmented_loss(logits, targets, emb, tau, reduction="sum")) == pytest.approx(sum(hand))
+    # one fully worked number: token 2 (target 0, u = [1, 0]) at tau = 1
+    u_scores = [1.0, 0.0, 0.6]
+    p = [math.exp(s) / sum(math.exp(x) for x in u_scores) for s in u_scores]
+    q = [math.exp(s) / sum(math.exp(x) for x in [0.0, 3.0, 1.0]) for s in [0.0, 3.0, 1.0]]
+    want = sum(pi * math.log(pi / qi) for pi, qi in zip(p, q))
+    got1 = augmented_loss(logits[1:], targets[1:], emb, 1.0, reduction="none")
+    assert float(got1[0]) == pytest.approx(want, rel=1e-12)
+
+
+def test_augmented_loss_zero_when_prediction_equals_soft_target():
+    torch.manual_seed(0)
+    emb = torch.randn(7, 3, dtype=torch.float64)
+    targets = torch.tensor([1, 4, 6])
+    logits = emb[targets] @ emb.t() + 5.0  # constant shift: same softmax at every tau
+    assert float(augmented_loss(logits, targets, emb, 1.0)) == pytest.approx(0.0, abs=1e-12)
+    assert float(augmented_loss(logits, targets, emb, 2.0)) == pytest.approx(0.0, abs=1e-12)
+    assert float(augmented_loss(2 * logits, targets, emb, 2.0)) > 1e-6  # sharper prediction
+
+
+@pytest.mark.parametrize("tau", [0.5, 1.0, 10.0])
+def test_gradient_wrt_logits_is_pred_minus_soft_over_tau(tau):
+    torch.manual_seed(1)
+    emb = torch.randn(11, 4, dtype=torch.float64)
+    targets = torch.randint(0, 11, (2, 3))
+    logits = torch.randn(2, 3, 11, dtype=torch.float64, requires_grad=True)
+    augmented_loss(logits, targets, emb, tau, reduction="sum").backward()
+    y_hat = torch.softmax(logits.detach() / tau, -1)
+    y_soft = torch.softmax(emb[targets] @ emb.t() / tau, -1)
+    torch.testing.assert_close(logits.grad, (y_hat - y_soft) / tau, rtol=1e-10, atol=1e-12)
+
+
+def test_soft_target_grad_switch():
+    torch.manual_seed(2)
+    emb = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    logits = torch.randn(4, 6, dtype=torch.float64, requires_grad=True)
+    targets = torch.tensor([0, 1, 2, 5])
+    augmented_loss(logits, targets, emb, 1.0).backward()
+    assert emb.grad is None  # default: stop-gradient into the soft target
+    augmented_loss(logits, targets, emb, 1.0, soft_target_grad=True).backward()
+    assert emb.grad is not None and float(emb.grad.abs().sum()) > 0
+
+
+def test_chunked_equals_unchunked():
+    torch.manual_seed(3)
+    emb = torch.randn(9, 4)
+    logits = torch.randn(10, 9)
+    targets = torch.randint(0, 9, (10,))
+    a = augmented_loss(logits, targets, emb, 3.0)
+    b = augmented_loss(logits, targets, emb, 3.0, chunk=3)
+    torch.testing.assert_close(a, b)
+
+
+def test_total_loss_and_subspace_loss():
+    ce, j = torch.tensor(4.0), torch.tensor(0.25)
+    assert float(inan_total_loss(ce, j, alpha=2.0)) == pytest.approx(4.5)
+    assert subspace_experiment_loss(ce, j, beta=0.0, tau=10.0, vocab_size=100) is ce
+    assert float(subspace_experiment_loss(ce, torch.tensor(float("nan")), 0.0, 10.0, 100)) == 4.0
+    assert float(subspace_experiment_loss(ce, j, 1.0, 10.0, 100)) == pytest.approx(0.25 * 100 * 100)
+    assert float(subspace_experiment_loss(ce, j, 0.5, 2.0, 10)) == pytest.approx(0.5 * 0.25 * 4 * 10 + 2.0)
+    with pytest.raises(ValueError):
+        subspace_experiment_loss(ce, j, 1.5, 1.0, 10)
+
+
+def test_subspace_distance_same_orthogonal_and_basis_invariant():
+    torch.manual_seed(4)
+    a = torch.randn(50, 5, dtype=torch.float64)
+    mix = torch.randn(5, 5, dtype=torch.float64) + 3 * torch.eye(5, dtype=torch.float64)
+    assert subspace_distance(a, a) == pytest.approx(0.0, abs=1e-6)
+    assert subspace_distance(a, a @ mix) == pytest.approx(0.0, abs=1e-6)  # other basis, same space
+    eye = torch.eye(10, dtype=torch.float64)
+    assert subspace_distance(eye[:, :3], eye[:, 3:6]) == pytest.approx(1.0, abs=1e-12)
+    b = torch.randn(50, 5, dtype=torch.float64)
+    d = subspace_distance(a, b)
+    assert 0.0 < d < 1.0
+    assert subspace_distance(a @ mix, b @ torch.linalg.qr(torch.randn(5, 5, dtype=torch.float64))[0]) \
+        == pytest.approx(d, abs=1e-9)
+    # one shared direction of 2 -> cos^2 = (1, 0): d = sqrt(1 - 1/2)
+    assert subspace_distance(eye[:, :2], eye[:, [0, 5]]) == pytest.approx(math.sqrt(0.5), abs=1e-12)
+    assert principal_cosines(eye[:, :2], eye[:, [0, 5]]).tolist() == pytest.approx([1.0, 0.0])

@@ -1,0 +1,142 @@
+"""Inan et al. on the engine: RE model, the AL hook, the 6.2 pieces (tiny synthetic data, fast)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from replicate.errors import ReplicateError
+from replicate.inan.losses import augmented_loss
+from replicate.inan.subspace_exp import (AdamPreconditioner, make_extra_loss, normalize_rows_, points, run_one,
+                                         slice_start, unit_norm_hook)
+from replicate.inan.train import AugmentedLoss, run_settings
+from replicate.lstm.config import resolve
+from replicate.lstm.model import LSTMLM
+
+SIZE = {"hidden_size": 8, "init_scale": 0.1, "dropout_rate": 0.3, "batch_size": 2, "bptt": 5, "lr": 1.0,
+        "epochs": 1, "max_epoch": 1, "decay": 0.5, "clip": 5.0, "tau": 3.0, "alpha": 0.5}
+
+
+def _model(variant, vocab=13):
+    engine, al = run_settings(SIZE, "small", variant, seed=1)
+    model_cfg, _ = resolve(engine, vocab)
+    return LSTMLM(model_cfg), al
+
+
+def test_re_has_no_bias_and_shares_storage():
+    model, al = _model("re")
+    assert al is None
+    assert model.output_bias is None
+    assert model.output_weight is model.embedding.weight
+    assert model.output_weight.data_ptr() == model.embedding.weight.data_ptr()
+    model.check_tying()
+    # one matrix in the parameter list; a change of the embedding is a change of the output layer
+    names = [n for n, _ in model.named_parameters()]
+    assert not any("decoder" in n for n in names)
+    with torch.no_grad():
+        model.embedding.weight[3].fill_(0.7)
+    feats = torch.ones(1, 8)
+    assert float(model.logits(feats).detach()[0, 3]) == pytest.approx(0.7 * 8, rel=1e-6)
+    sd = model.state_dict()
+    fresh, _ = _model("re")
+    fresh.load_state_dict(sd)
+    fresh.check_tying()
+    assert fresh.output_weight.data_ptr() == fresh.embedding.weight.data_ptr()
+
+
+def test_variants_map_to_engine_settings():
+    vd, al_none = _model("vd")
+    assert al_none is None and vd.output_bias is not None and vd.output_weight is not vd.embedding.weight
+    assert vd.cfg.dropout == "inan" and vd.cfg.dropout_rate == pytest.approx(0.3)
+    real, al = _model("real")
+    assert isinstance(al, AugmentedLoss) and (al.tau, al.alpha, al.soft_target_grad) == (3.0, 0.5, False)
+    assert real.output_bias is None and real.output_weight is real.embedding.weight
+    engine, _ = run_settings(SIZE, "small", "al", seed=4, overrides={"epochs": 7, "tau": 9.0})
+    assert engine["epochs"] == 7 and "tau" not in engine and "alpha" not in engine and engine["seed"] == 4
+    with pytest.raises(ReplicateError):
+        run_settings(SIZE, "small", "nope", seed=1)
+
+
+def test_augmented_loss_hook_value_and_resume_guard():
+    model, al = _model("al")
+    logits = torch.randn(5, 2, 13)
+    targets = torch.randint(0, 13, (5, 2))
+    got = al(logits, targets, None, model)
+    want = 0.5 * augmented_loss(logits, targets, model.embedding.weight, 3.0)
+    torch.testing.assert_close(got, want)
+    al.load_state_dict(al.state_dict())  # same settings: fine
+    with pytest.raises(ReplicateError):
+        al.load_state_dict({**al.state_dict(), "tau": 4.0})
+
+
+def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():
+    assert make_extra_loss(0.0, 10.0) is None  # the engine then minimises CE alone
+    torch.manual_seed(0)
+    model, _ = _model("vd")
+    logits, targets = torch.randn(4, 3, 13), torch.randint(0, 13, (4, 3))
+    ce = F.cross_entropy(logits.reshape(-1, 13), targets.reshape(-1))
+    j = augmented_loss(logits, targets, model.embedding.weight, 2.0)
+    for beta in (0.3, 1.0):
+        extra = make_extra_loss(beta, 2.0)(logits, targets, None, model)
+        torch.testing.assert_close(ce + extra, beta * j * 4.0 * 13 + (1 - beta) * ce)
+
+
+def test_unit_norm_hook_and_slice():
+    model, _ = _model("vd")
+    handle = unit_norm_hook(model)
+    with torch.no_grad():
+        model.embedding.weight.mul_(3.0)
+    model(torch.zeros(3, 2, dtype=torch.long), model.init_hidden(2))
+    torch.testing.assert_close(model.embedding.weight.norm(dim=1), torch.ones(13))
+    handle.remove()
+    starts = {slice_start(1000, 100, s) for s in range(20)}
+    assert len(starts) > 10 and all(0 <= s <= 900 for s in starts)
+    assert slice_start(1000, 100, 3) == slice_start(1000, 100, 3)
+    with pytest.raises(ReplicateError):
+        slice_start(10, 100, 1)
+
+
+def test_adam_preconditioner_matches_torch_adam():
+    torch.manual_seed(0)
+    p1 = torch.nn.Parameter(torch.randn(4))
+    p2 = torch.nn.Parameter(p1.detach().clone())
+    model = torch.nn.Module()
+    model.w = p1
+    pre, ref = AdamPreconditioner(), torch.optim.Adam([p2], lr=0.01)
+    info = type("Info", (), {"model": model})()
+    for _ in range(3):
+        for p in (p1, p2):
+            p.grad = (p ** 2).detach() + 0.1
+        pre(info)
+        with torch.no_grad():
+            p1.add_(p1.grad, alpha=-0.01)
+        ref.step()
+    torch.testing.assert_close(p1.detach(), p2.detach())
+
+
+def test_points_cover_both_panels():
+    pts = points({"panel_a": {"tau": 10, "betas": [0, 1]}, "panel_b": {"beta": 1, "taus": [2, 10]}})
+    assert pts == [("a", 10.0, 0.0), ("a", 10.0, 1.0), ("b", 2.0, 1.0), ("b", 10.0, 1.0)]
+
+
+@dataclasses.dataclass
+class _Corpus:
+    vocab: list
+    train: torch.Tensor
+    valid: torch.Tensor
+
+
+def test_subspace_run_one_tiny(tmp_path):
+    torch.manual_seed(0)
+    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
+    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
+                "bptt": 5, "lr": 0.01, "epochs": 2, "max_epoch": 2, "decay": 1.0, "clip": 5.0,
+                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
+    rec = run_one(settings, corpus, tmp_path / "r", seed=2, tau=5.0, beta=1.0, log=lambda *_: None)
+    assert set(rec["distance_by_epoch"]) == {"0", "1", "2"}
+    assert 0.0 <= rec["distance"] <= 1.0
+    assert rec["embedding_row_norm_max_dev"] < 1e-5
+    assert rec["distance"] != rec["distance_by_epoch"]["0"]  # training moved W or L

@@ -1,0 +1,220 @@
+"""LSTM model units: parameter counts, tying, fused kernels vs PyTorch reference ops, dropout masks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from replicate.errors import ReplicateError
+from replicate.lstm.config import ModelConfig, cell_settings, parse_cell, resolve
+from replicate.lstm.kernels import linear_nll, lstm_sequence
+from replicate.lstm.model import LSTMLayer, LSTMLM
+
+
+@pytest.mark.parametrize("tying, projection, expected_m", [
+    ("untied", False, 4.65), ("tied", False, 2.65), ("untied", True, 4.69), ("tied", True, 2.69)])
+def test_small_parameter_counts_match_table6(tying, projection, expected_m):
+    model = LSTMLM(ModelConfig(vocab_size=10000, hidden_size=200, tying=tying, projection=projection))
+    assert round(model.num_parameters() / 1e6, 2) == expected_m
+
+
+@pytest.mark.parametrize("tying, expected_m", [("untied", 66), ("tied", 51)])
+def test_large_parameter_counts_match_table5(tying, expected_m):
+    with torch.device("meta"):  # counts only: no 66M-parameter allocation
+        model = LSTMLM(ModelConfig(vocab_size=10000, hidden_size=1500, tying=tying))
+    assert round(model.num_parameters() / 1e6) == expected_m
+
+
+def test_tied_nobias_has_no_output_bias():
+    model = LSTMLM(ModelConfig(vocab_size=100, hidden_size=8, tying="tied_nobias"))
+    assert model.output_bias is None
+    assert model.num_parameters() == LSTMLM(ModelConfig(vocab_size=100, hidden_size=8, tying="tied")).num_parameters() - 100
+
+
+def _shares(model):
+    return model.output_weight is model.embedding.weight and \
+        model.output_weight.data_ptr() == model.embedding.weight.data_ptr()
+
+
+@pytest.mark.parametrize("tying", ["tied", "tied_nobias"])
+def test_tied_weight_is_the_embedding_after_construction_to_and_load(tying, tmp_path):
+    cfg = ModelConfig(vocab_size=50, hidden_size=8, tying=tying)
+    model = LSTMLM(cfg)
+    assert _shares(model)
+    model = model.to(torch.float64).to("cpu")
+    assert _shares(model)
+    model.check_tying()
+    path = tmp_path / "m.pt"
+    torch.save(model.state_dict(), path)
+    other = LSTMLM(cfg).to(torch.float64)
+    other.load_state_dict(torch.load(path, weights_only=True))
+    assert _shares(other)
+    assert torch.equal(other.output_weight, model.embedding.weight)
+    # a gradient step through the output layer moves the (single) shared matrix
+    before = other.embedding.weight.detach().clone()
+    features, _ = other(torch.zeros(3, 2, dtype=torch.long), other.init_hidden(2))
+    other.nll(features, torch.ones(3, 2, dtype=torch.long)).backward()
+    assert other.embedding.weight.grad is not None and other.embedding.weight.grad[1].abs().sum() > 0
+    assert torch.equal(other.embedding.weight, before)
+
+
+def test_untied_output_is_separate():
+    model = LSTMLM(ModelConfig(vocab_size=50, hidden_size=8))
+    assert model.output_weight is not model.embedding.weight
+    assert not torch.equal(model.output_weight, model.embedding.weight)
+
+
+def test_init_is_uniform_within_scale_for_every_parameter():
+    model = LSTMLM(ModelConfig(vocab_size=300, hidden_size=16, projection=True, init_scale=0.05))
+    for name, p in model.named_parameters():
+        assert p.abs().max() <= 0.05, name
+        assert p.abs().max() > 0.04, name  # really drawn, not zero (biases too: forget bias 0 offset)
+
+
+def test_lstm_layer_matches_nn_lstm_forward_and_gradients():
+    torch.manual_seed(0)
+    T, B, I, H = 6, 3, 5, 4
+    ref = torch.nn.LSTM(I, H).double()
+    ours = LSTMLayer(I, H).double()
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+        getattr(ours, name).data.copy_(getattr(ref, name + "_l0").data)
+    x = torch.randn(T, B, I, dtype=torch.double, requires_grad=True)
+    h0 = torch.randn(B, H, dtype=torch.double, requires_grad=True)
+    c0 = torch.randn(B, H, dtype=torch.double, requires_grad=True)
+    out_r, (h_r, c_r) = ref(x, (h0[None], c0[None]))
+    out_o, (h_o, c_o) = ours(x, (h0, c0))
+    torch.testing.assert_close(out_o, out_r)
+    torch.testing.assert_close(c_o, c_r[0])
+    w = torch.randn(T, B, H, dtype=torch.double)
+    inputs = [x, h0, c0]
+    g_r = torch.autograd.grad((out_r * w).sum() + c_r.sum(), inputs + list(ref.parameters()))
+    g_o = torch.autograd.grad((out_o * w).sum() + c_o.sum(), inputs + [ours.weight_ih, ours.weight_hh,
+                                                                       ours.bias_ih, ours.bias_hh])
+    for a, b in zip(g_o, g_r):
+        torch.testing.assert_close(a, b)
+
+
+def test_lstm_layer_with_recurrent_mask_passes_gradcheck():
+    torch.manual_seed(1)
+    layer = LSTMLayer(3, 4).double()
+    x = torch.randn(5, 2, 3, dtype=torch.double, requires_grad=True)
+    h0 = torch.randn(2, 4, dtype=torch.double, requires_grad=True)
+    c0 = torch.randn(2, 4, dtype=torch.double, requires_grad=True)
+    mask = torch.rand(2, 4, dtype=torch.double)
+
+    def fn(x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+        return lstm_sequence(x, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
+
+    # LSTMLayer leaves its parameters uninitialised (LSTMLM initialises them): draw them here
+    weights = [torch.empty_like(p).uniform_(-0.5, 0.5).requires_grad_() for p in layer.parameters()]
+    assert torch.autograd.gradcheck(fn, (x, h0, c0, *weights))
+
+
+def test_fused_output_nll_matches_cross_entropy():
+    torch.manual_seed(2)
+    h = torch.randn(12, 6, dtype=torch.double, requires_grad=True)
+    w = torch.randn(20, 6, dtype=torch.double, requires_grad=True)
+    b = torch.randn(20, dtype=torch.double, requires_grad=True)
+    t = torch.randint(0, 20, (12,))
+    ours = linear_nll(h, w, b, t)
+    ref = F.cross_entropy(h @ w.t() + b, t, reduction="sum")
+    torch.testing.assert_close(ours, ref)
+    for a, c in zip(torch.autograd.grad(ours, (h, w, b)), torch.autograd.grad(ref, (h, w, b))):
+        torch.testing.assert_close(a, c)
+    no_bias = linear_nll(h, w, None, t)
+    torch.testing.assert_close(no_bias, F.cross_entropy(h @ w.t(), t, reduction="sum"))
+
+
+# ------------------------------------------------------------------ dropout masks
+def _captured_inputs(model, inputs):
+    """Inputs each LSTM layer received and the recurrent masks, in one training forward pass."""
+    seen = []
+    for layer in model.layers:
+        orig = layer.forward
+
+        def spy(x, state, h_mask=None, _orig=orig):
+            seen.append((x.detach().clone(), None if h_mask is None else h_mask.clone()))
+            return _orig(x, state, h_mask)
+        layer.forward = spy
+    model.train()
+    features, _ = model(inputs, model.init_hidden(inputs.shape[1]))
+    return seen, features
+
+
+def _constant_embedding_model(**cfg):
+    model = LSTMLM(ModelConfig(vocab_size=30, hidden_size=64, **cfg))
+    with torch.no_grad():
+        model.embedding.weight.fill_(1.0)
+    return model
+
+
+def test_variational_masks_constant_over_time_and_different_across_sequences():
+    torch.manual_seed(3)
+    model = _constant_embedding_model(dropout="variational", dropout_input=0.5, dropout_hidden=0.4)
+    inputs = torch.randint(0, 30, (7, 4))
+    ((x0, hmask0), (_, hmask1)), _ = _captured_inputs(model, inputs)
+    # the input mask of layer 1 (embedding output) is the same at every time step ...
+    assert torch.equal(x0, x0[:1].expand_as(x0))
+    # ... and differs between the sequences of the batch
+    assert not torch.equal(x0[0, 0], x0[0, 1])
+    assert set(x0.unique().tolist()) <= {0.0, 2.0}
+    assert hmask0.shape == (4, 64) and not torch.equal(hmask0[0], hmask0[1])
+    assert not torch.equal(hmask0, hmask1)  # one recurrent mask per layer
+    # a new window (new sequences) gets new masks
+    ((x0_next, _), _), _ = _captured_inputs(model, inputs)
+    assert not torch.equal(x0_next, x0)
+
+
+def test_variational_word_dropout_drops_word_types_consistently():
+    torch.manual_seed(4)
+    model = _constant_embedding_model(dropout="variational", dropout_word=0.5)
+    inputs = torch.tensor([[1, 1], [2, 2], [1, 1], [2, 2], [1, 1]])
+    ((x0, _), _), _ = _captured_inputs(model, inputs)
+    for b in range(2):
+        assert torch.equal(x0[0, b], x0[2, b]) and torch.equal(x0[0, b], x0[4, b])  # same word, same mask
+        assert set(x0[:, b].unique().tolist()) <= {0.0, 2.0}
+
+
+def test_inan_recurrent_mask_is_shared_with_next_layer_input():
+    torch.manual_seed(5)
+    model = _constant_embedding_model(dropout="inan", dropout_rate=0.5)
+    inputs = torch.randint(0, 30, (5, 3))
+    seen = []
+    orig = model.layers[0].forward
+
+    def spy0(x, state, h_mask=None):
+        out, st = orig(x, state, h_mask)
+        seen.append((out.detach().clone(), h_mask.clone()))
+        return out, st
+    model.layers[0].forward = spy0
+    captured, _ = _captured_inputs(model, inputs)
+    out0, hmask0 = seen[0]
+    x1 = captured[1][0]
+    torch.testing.assert_close(x1, out0 * hmask0)
+    assert torch.equal(captured[0][0], captured[0][0][:1].expand_as(captured[0][0]))  # input mask per sequence
+
+
+def test_zaremba_masks_change_over_time_and_eval_has_no_dropout():
+    torch.manual_seed(6)
+    model = _constant_embedding_model(dropout="zaremba", dropout_rate=0.5)
+    inputs = torch.randint(0, 30, (6, 2))
+    ((x0, hmask), _), _ = _captured_inputs(model, inputs)
+    assert hmask is None and not torch.equal(x0[0], x0[1])
+    model.eval()
+    a, _ = model(inputs, model.init_hidden(2))
+    b, _ = model(inputs, model.init_hidden(2))
+    assert torch.equal(a, b)
+
+
+# ------------------------------------------------------------------ config
+def test_cell_settings_precedence_and_ablation_syntax():
+    assert parse_cell("small_wt_pr@pr_lambda=0.05@seed=3") == ("small_wt_pr", {"pr_lambda": 0.05, "seed": 3})
+    s = cell_settings("small_wt_pr@pr_lambda=0.05", {"pr_lambda": 0.2, "epochs": 2}, seed=7)
+    assert s == {"size": "small", "tying": "tied", "projection": True, "pr_lambda": 0.05, "epochs": 2, "seed": 7}
+    model, train = resolve(s, vocab_size=10000)
+    assert model.tying == "tied" and model.projection and train.pr_lambda == 0.05 and train.bptt == 20
+    with pytest.raises(ReplicateError, match="bad cell override"):
+        parse_cell("small@lamda=1")
+    with pytest.raises(ReplicateError, match="unknown Press & Wolf cell"):
+        parse_cell("tiny")

@@ -1,0 +1,103 @@
+"""Deterministic resume: a run killed with SIGKILL in the middle of an epoch and rerun ends with
+bit-identical perplexities to an uninterrupted run (CPU, tiny config, variational dropout so that the
+RNG state and the carried hidden state matter)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from replicate import io as rio
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = {"name": "tiny/seed1", "settings": {
+    "size": "small", "hidden_size": 16, "batch_size": 4, "epochs": 2, "checkpoint_minutes": 0, "log_every": 20,
+    "dropout": "variational", "dropout_word": 0.2, "dropout_input": 0.3, "dropout_hidden": 0.2,
+    "dropout_output": 0.3, "weight_decay": 1e-3}}
+PPL_KEYS = ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl")
+
+
+@pytest.fixture(scope="module")
+def tiny_corpus(tmp_path_factory) -> Path:
+    g = torch.Generator().manual_seed(0)
+    path = tmp_path_factory.mktemp("corpus") / "corpus.pt"
+    # a learnable stream: mostly "next id", some noise
+    train = (torch.arange(24000) % 50 + (torch.rand(24000, generator=g) < 0.3) * 7) % 50
+    rio.torch_save(path, {"vocab": [f"w{i}" for i in range(50)], "train": train,
+                          "valid": train[:1500].clone(), "test": train[1500:3000].clone()})
+    return path
+
+
+def _command(corpus: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "replicate", "press-wolf", "train", "--spec", json.dumps(SPEC),
+            "--corpus", str(corpus), "--out-dir", str(out), "--threads", "1", "--device", "cpu"]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "killed"
+    subprocess.run(_command(tiny_corpus, ref_dir), check=True, env=_env(), capture_output=True, timeout=300)
+    reference = rio.read_json(ref_dir / "metrics.json")
+
+    log = open(tmp_path / "killed.log", "w")
+    proc = subprocess.Popen(_command(tiny_corpus, run_dir), stdout=log, stderr=subprocess.STDOUT, env=_env())
+    deadline = time.time() + 240
+    while "epoch 2/2 batch 100/" not in (tmp_path / "killed.log").read_text():
+        assert proc.poll() is None, "run ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    log.close()
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert state["epoch"] == 1 and 0 < state["batch"] < 299, "the kill must land inside epoch 2"
+    assert not (run_dir / "metrics.json").exists()
+
+    rerun = subprocess.run(_command(tiny_corpus, run_dir), check=True, env=_env(), capture_output=True,
+                           text=True, timeout=300)
+    assert "resumed from" in rerun.stdout
+    resumed = rio.read_json(run_dir / "metrics.json")
+    for key in PPL_KEYS:
+        assert resumed[key] == reference[key], key  # bit-identical floats
+    assert [r["valid_ppl"] for r in resumed["history"]] == [r["valid_ppl"] for r in reference["history"]]
+    assert all(1 < reference[k] < 1e4 for k in PPL_KEYS)
+
+
+@pytest.mark.slow
+def test_checkpoint_of_other_settings_is_refused(tiny_corpus, tmp_path):
+    out = tmp_path / "run"
+    spec = {**SPEC, "settings": {**SPEC["settings"], "epochs": 1}}
+    cmd = _command(tiny_corpus, out)
+    cmd[cmd.index("--spec") + 1] = json.dumps(spec)
+    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    spec["settings"]["hidden_size"] = 12
+    cmd[cmd.index("--spec") + 1] = json.dumps(spec)
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "belongs to different settings" in proc.stderr and "fix: delete" in proc.stderr
+
+
+def test_checkpoint_of_other_code_is_refused(tiny_corpus, tmp_path, monkeypatch):
+    """A code change reruns the job (code params); it must not resume the old code's checkpoint."""
+    from replicate.data import load_corpus
+    from replicate.errors import ReplicateError
+    from replicate.lstm import runner
+
+    corpus = load_corpus(tiny_corpus)
+    spec = {**SPEC, "settings": {**SPEC["settings"], "epochs": 1, "max_batches": 2, "eval_max_tokens": 200}}
+    runner.train_run(spec, corpus, tmp_path, threads=1, device="cpu", log=lambda *a: None)
+    monkeypatch.setattr(runner.provenance, "source_hash", lambda *modules: "other-code")
+    with pytest.raises(ReplicateError, match="different settings or code"):
+        runner.train_run(spec, corpus, tmp_path, threads=1, device="cpu", log=lambda *a: None)

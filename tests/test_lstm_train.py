@@ -1,0 +1,165 @@
+"""Training-protocol units: lr schedule, loss scaling, PR term, hooks, NaN stop, evaluation, and one
+epoch of the Trainer against a plain PyTorch reference loop (nn.LSTM, nn.Linear, cross-entropy, SGD)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from replicate.errors import ReplicateError
+from replicate.lstm.config import PRESETS, ModelConfig, TrainConfig, lr_at, resolve
+from replicate.lstm.model import LSTMLM
+from replicate.lstm.train import Trainer, batchify
+
+V = 40
+
+
+def _data(n, seed=0):
+    return torch.randint(0, V, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def _trainer(model_kw=None, train_kw=None, **kw):
+    torch.manual_seed(0)
+    model = LSTMLM(ModelConfig(vocab_size=V, hidden_size=8, **(model_kw or {}))).double()
+    cfg = TrainConfig(**{"batch_size": 4, "bptt": 5, "epochs": 1, "log_every": 10**6, **(train_kw or {})})
+    return Trainer(model, cfg, _data(400), _data(120, 1), _data(120, 2), log=lambda s: None, **kw)
+
+
+@pytest.mark.parametrize("size, expected", [
+    ("small", [1, 1, 1, 1, 0.5, 0.25]),
+    ("medium", [1] * 6 + [1 / 1.2, 1 / 1.2 ** 2]),
+    ("large", [1] * 14 + [1 / 1.15]),
+    ("large_bd", [1] * 10 + [1 / 1.15, 1 / 1.15 ** 2]),
+])
+def test_lr_schedule_per_size(size, expected):
+    _, cfg = resolve({"size": size}, vocab_size=V)
+    assert [lr_at(cfg, e) for e in range(len(expected))] == pytest.approx(expected)
+    assert cfg.epochs == {"small": 13, "medium": 39, "large": 55, "large_bd": 55}[size]
+    assert cfg.clip == (10.0 if size.startswith("large") else 5.0)
+    assert PRESETS[size]["init_scale"] == {"small": 0.1, "medium": 0.05, "large": 0.04, "large_bd": 0.04}[size]
+
+
+def test_loss_is_sum_over_steps_of_batch_mean_nll():
+    tr = _trainer()
+    tr.hidden = tr.model.init_hidden(4)
+    x, y = tr.train_data[:5], tr.train_data[1:6]
+    hidden0 = tr.model.init_hidden(4)
+    loss, mean_nll = tr._loss(x, y)
+    features, _ = tr.model(x, hidden0)
+    logits = tr.model.logits(features)
+    per_step = [F.cross_entropy(logits[t], y[t]) for t in range(5)]  # batch mean at each step
+    torch.testing.assert_close(loss, torch.stack(per_step).sum())
+    torch.testing.assert_close(mean_nll, torch.stack(per_step).mean().detach())
+
+
+@pytest.mark.parametrize("form", ["paper", "code"])
+def test_projection_regularisation_term(form):
+    tr = _trainer({"projection": True}, {"pr_lambda": 0.15, "pr_form": form})
+    x, y = tr.train_data[:5], tr.train_data[1:6]
+    tr.hidden = tr.model.init_hidden(4)
+    with_pr, nll = tr._loss(x, y)
+    tr.hidden = tr.model.init_hidden(4)
+    features, _ = tr.model(x, tr.hidden)
+    plain = tr.model.nll(features, y) / 4
+    p2 = tr.model.projection.weight.pow(2).sum()
+    expected = 0.15 * p2 if form == "paper" else p2 / 2 / (4 * 6.5)
+    torch.testing.assert_close(with_pr - plain, expected)
+    torch.testing.assert_close(nll, (plain * 4 / 20).detach())  # reported NLL: CE alone
+
+
+def test_extra_loss_hook_is_scaled_like_the_cross_entropy():
+    seen = {}
+
+    def extra(logits, targets, features, model):
+        seen["shapes"] = (logits.shape, targets.shape, features.shape)
+        return torch.tensor(0.5, dtype=torch.float64)
+    tr = _trainer(extra_loss=extra)
+    tr.hidden = tr.model.init_hidden(4)
+    x, y = tr.train_data[:5], tr.train_data[1:6]
+    loss, _ = tr._loss(x, y)
+    tr.extra_loss = None
+    tr.hidden = tr.model.init_hidden(4)
+    plain, _ = tr._loss(x, y)
+    torch.testing.assert_close(loss - plain, torch.tensor(5 * 0.5, dtype=torch.float64))
+    assert seen["shapes"] == ((5, 4, V), (5, 4), (5, 4, 8))
+
+
+def test_nan_loss_stops_with_run_epoch_and_batch(tmp_path):
+    def extra(logits, targets, features, model):
+        extra.calls += 1
+        return torch.tensor(float("nan") if extra.calls == 3 else 0.0, dtype=torch.float64)
+    extra.calls = 0
+    tr = _trainer(extra_loss=extra, run_dir=tmp_path, name="small_wt/seed9")
+    with pytest.raises(ReplicateError) as err:
+        tr.run()
+    msg = str(err.value)
+    assert "small_wt/seed9" in msg and "epoch 1" in msg and "batch 3/" in msg and "checkpoint" in msg
+
+
+def test_hooks_and_train_token_limit():
+    epochs, steps = [], []
+
+    def on_epoch(epoch, model, record):
+        epochs.append((epoch, None if record is None else record["epoch"]))
+
+    def on_step(info):
+        assert info.model.embedding.weight.grad is not None
+        steps.append((info.epoch, info.batch, info.step, info.lr, tuple(info.inputs.shape)))
+    tr = _trainer(train_kw={"epochs": 2, "max_train_tokens": 204}, on_epoch=on_epoch, on_step=on_step)
+    metrics = tr.run()
+    assert tr.train_data.shape == (51, 4) and tr.batches == 10  # (51 - 1) // 5
+    assert epochs == [(0, None), (1, 1), (2, 2)]
+    assert len(steps) == 20 and steps[0] == (1, 0, 0, 1.0, (5, 4)) and steps[-1][:3] == (2, 9, 19)
+    assert [r["epoch"] for r in metrics["history"]] == [1, 2]
+    assert {"lr", "train_ppl", "valid_ppl", "seconds", "tokens_per_s"} <= set(metrics["history"][0])
+    assert metrics["test_ppl"] > 1 and metrics["train_clean_ppl"] > 1
+
+
+def test_evaluation_does_not_depend_on_the_window_length():
+    tr = _trainer()
+    tr.cfg.eval_window = 1
+    step_by_step = tr.evaluate(tr.valid)
+    tr.cfg.eval_window = 1000
+    assert tr.evaluate(tr.valid) == pytest.approx(step_by_step, rel=1e-12)
+    assert 1 < step_by_step < 10 * V
+
+
+def test_one_epoch_equals_a_plain_pytorch_reference_loop():
+    """Same weights after an epoch as nn.Embedding + nn.LSTM + nn.Linear + cross-entropy, with the hidden
+    state carried across windows, the loss sum_t mean_b, global-norm clipping and SGD at lr 1."""
+    tr = _trainer(train_kw={"clip": 0.5})
+    model = tr.model
+    emb = torch.nn.Embedding(V, 8).double()
+    lstm = torch.nn.LSTM(8, 8, num_layers=2).double()
+    out = torch.nn.Linear(8, V).double()
+    with torch.no_grad():
+        emb.weight.copy_(model.embedding.weight)
+        out.weight.copy_(model.output_weight)
+        out.bias.copy_(model.output_bias)
+        for l, layer in enumerate(model.layers):
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(lstm, f"{name}_l{l}").copy_(getattr(layer, name))
+    params = list(emb.parameters()) + list(lstm.parameters()) + list(out.parameters())
+    data = batchify(_data(400), 4)
+    hidden = None
+    for b in range((data.shape[0] - 1) // 5):
+        x, y = data[b * 5: b * 5 + 5], data[b * 5 + 1: b * 5 + 6]
+        hidden = None if hidden is None else tuple(h.detach() for h in hidden)
+        h, hidden = lstm(emb(x), hidden)
+        loss = F.cross_entropy(out(h).reshape(-1, V), y.reshape(-1), reduction="sum") / 4
+        for p in params:
+            p.grad = None
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 0.5)
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-1.0)
+    tr.run()
+    torch.testing.assert_close(model.embedding.weight, emb.weight)
+    torch.testing.assert_close(model.output_weight, out.weight)
+    torch.testing.assert_close(model.layers[1].weight_hh, lstm.weight_hh_l1)
+    assert not torch.equal(emb.weight, tr.model.embedding.weight.new_zeros(1))
+    assert math.isfinite(tr.history[0]["train_ppl"])

@@ -1,0 +1,226 @@
+"""The HTML report in a real browser (Debian's headless `chromium`, driven over the DevTools protocol):
+every image decodes, no console errors, a screenshot saved as a test artifact.
+
+The DevTools websocket client below is a minimal RFC 6455 client on the standard library (text frames,
+client masking, fragmented and large server frames), so the test needs no extra Python package.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from conftest import REPO_ROOT
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars"]
+ARTIFACTS = REPO_ROOT / "test-artifacts"
+
+
+class DevTools:
+    """One websocket to a page target; ``call`` sends a command and returns its result, keeping every
+    event received meanwhile in ``events``."""
+
+    def __init__(self, ws_url: str, timeout: float = 30.0):
+        u = urlparse(ws_url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {u.path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                          .encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(1)
+            if not chunk:
+                raise ConnectionError("DevTools closed the connection during the handshake")
+            head += chunk
+        assert b" 101 " in head.split(b"\r\n", 1)[0], head
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("DevTools connection closed")
+            buf += chunk
+        return bytes(buf)
+
+    def _send(self, text: str) -> None:
+        payload = text.encode()
+        n = len(payload)
+        header = bytes([0x81])
+        if n < 126:
+            header += bytes([0x80 | n])
+        elif n < 1 << 16:
+            header += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            header += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def _recv_message(self) -> dict:
+        data = bytearray()
+        while True:
+            b0, b1 = self._recv_exact(2)
+            opcode, n = b0 & 0x0F, b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._recv_exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._recv_exact(8))[0]
+            mask = self._recv_exact(4) if b1 & 0x80 else None
+            payload = self._recv_exact(n)
+            if mask:
+                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            if opcode == 0x8:
+                raise ConnectionError("DevTools sent close")
+            if opcode in (0x9, 0xA):  # ping / pong: not used by DevTools in practice
+                continue
+            data += payload
+            if b0 & 0x80:
+                return json.loads(data.decode())
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        my_id = self.next_id
+        self._send(json.dumps({"id": my_id, "method": method, "params": params}))
+        while True:
+            msg = self._recv_message()
+            if msg.get("id") == my_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def wait_event(self, method: str, timeout: float = 30.0) -> dict:
+        end = time.monotonic() + timeout
+        for ev in self.events:
+            if ev["method"] == method:
+                return ev
+        while time.monotonic() < end:
+            msg = self._recv_message()
+            if "method" in msg:
+                self.events.append(msg)
+                if msg["method"] == method:
+                    return msg
+        raise TimeoutError(f"no {method} within {timeout} s")
+
+    def close(self):
+        self.sock.close()
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("headless Chromium not found: install Debian's `chromium` package (apt-get install chromium; "
+                    ".ci/apt-packages lists it), or deselect with -m 'not browser'")
+    return exe
+
+
+def open_in_chromium(html: Path, screenshot: Path) -> dict:
+    """Load ``html`` in headless Chromium; return images, console errors and headings; save a screenshot."""
+    profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
+    proc = subprocess.Popen([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                             "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        end = time.monotonic() + 60
+        while not (port_file.is_file() and port_file.read_text().count("\n") >= 1):
+            if proc.poll() is not None:
+                raise RuntimeError(f"chromium exited ({proc.returncode}): {proc.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > end:
+                raise TimeoutError("chromium did not open its DevTools port within 60 s")
+            time.sleep(0.1)
+        port = int(port_file.read_text().splitlines()[0])
+        import urllib.request
+
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        page = next(t for t in targets if t["type"] == "page")
+        dt = DevTools(page["webSocketDebuggerUrl"])
+        try:
+            for domain in ("Page", "Runtime", "Log"):
+                dt.call(f"{domain}.enable")
+            dt.events.clear()
+            dt.call("Page.navigate", url=html.resolve().as_uri())
+            dt.wait_event("Page.loadEventFired", timeout=60)
+            state = dt.call("Runtime.evaluate", returnByValue=True, awaitPromise=True, expression="""
+                (async () => {
+                  const imgs = Array.from(document.images);
+                  await Promise.all(imgs.map(i => i.decode().catch(() => null)));
+                  return {
+                    images: imgs.map(i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight})),
+                    headings: Array.from(document.querySelectorAll('h2')).map(h => h.textContent),
+                    external: Array.from(document.querySelectorAll('[src],link[href]'))
+                                 .map(e => e.getAttribute('src') || e.getAttribute('href'))
+                                 .filter(u => !u.startsWith('data:')),
+                    height: document.documentElement.scrollHeight,
+                  };
+                })()""")["result"]["value"]
+            errors = []
+            for ev in dt.events:
+                p = ev.get("params", {})
+                if ev["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                    errors.append(json.dumps(p.get("args"))[:500])
+                elif ev["method"] == "Runtime.exceptionThrown":
+                    errors.append(json.dumps(p.get("exceptionDetails"))[:500])
+                elif ev["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                    errors.append(p["entry"].get("text", "")[:500])
+            height = min(int(state["height"]), 16000)
+            shot = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                           clip={"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1})
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            screenshot.write_bytes(base64.b64decode(shot["data"]))
+        finally:
+            dt.close()
+        state["console_errors"] = errors
+        return state
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.browser
+def test_devtools_client_sees_console_errors_and_broken_images(tmp_path):
+    """The checks can fail: a page with a broken image and a console error is reported as such."""
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><h2>x</h2><img alt='broken' src='data:image/png;base64,AAAA'>"
+                    "<script>console.error('boom')</script></body></html>")
+    state = open_in_chromium(page, tmp_path / "bad.png")
+    assert state["images"] and state["images"][0]["w"] == 0
+    assert any("boom" in e for e in state["console_errors"])
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_report_in_headless_chromium(smoke_run):
+    html = smoke_run / "results/report/index.html"
+    state = open_in_chromium(html, ARTIFACTS / "report.png")
+    assert state["images"], "the smoke report shows no figure"
+    broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
+    assert not broken, f"images that do not decode: {broken}"
+    assert state["console_errors"] == [], state["console_errors"]
+    assert state["external"] == [], f"the report must be self-contained, but loads {state['external']}"
+    for section in ("Summary", "Compute", "Provenance"):
+        assert any(section in h for h in state["headings"]), state["headings"]
+    shot = (ARTIFACTS / "report.png").read_bytes()
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000

@@ -1,0 +1,213 @@
+"""Claims of the report: each verdict follows the data and flips when the data contradict the claim."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from replicate.report import claims as C
+from replicate.report.document import NOT_RUN
+from replicate.report.sources import Results
+
+
+def pw6(small, wt, pr, wtpr):
+    """Table 6 from (train, valid, test) per cell."""
+    rows = [dict(model=m, train_ppl=t, valid_ppl=v, test_ppl=te, protocol="reduced")
+            for m, (t, v, te) in zip(["small", "small_wt", "small_pr", "small_wt_pr"], [small, wt, pr, wtpr])]
+    return pd.DataFrame(rows)
+
+
+PAPER_LIKE_6 = pw6((38.0, 120.7, 114.5), (36.4, 117.5, 112.4), (50.8, 116.0, 111.7), (53.5, 104.9, 100.9))
+
+
+def pw5(large, wt, bd, bdwt):
+    rows = [dict(model=m, train_ppl=t, valid_ppl=v, test_ppl=te, protocol="full")
+            for m, (t, v, te) in zip(["large", "large_wt", "large_bd_wd", "large_bd_wt"], [large, wt, bd, bdwt])]
+    return pd.DataFrame(rows)
+
+
+def status(claim_id, results, tol=None):
+    claim = next(c for c in C.CLAIMS if c.id == claim_id)
+    return claim.evaluate(results, tol).status
+
+
+def test_every_claim_not_run_on_empty_results():
+    for claim, verdict in C.evaluate_all(Results()):
+        assert verdict.status == NOT_RUN, claim.id
+        assert verdict.evidence
+
+
+def test_claim_ids_unique_and_in_template(repo_root):
+    ids = [c.id for c in C.CLAIMS]
+    assert len(ids) == len(set(ids))
+    template = (repo_root / "paper/report_template.md").read_text()
+    for cid in ids:
+        assert f"{{{{verdict:{cid}}}}}" in template, f"template has no reading for claim {cid}"
+
+
+@pytest.mark.parametrize("claim_id", ["pw_small_tying", "pw_small_wt_train", "pw_small_pr_train", "pw_pr_helps",
+                                      "pw_wtpr_best"])
+def test_press_wolf_table6_claims_hold_on_paper_like_numbers(claim_id):
+    assert status(claim_id, Results(pw_table6=PAPER_LIKE_6)) == C.HOLDS
+
+
+def test_press_wolf_table6_claims_flip():
+    # tying makes valid worse
+    t = pw6((38.0, 120.7, 114.5), (36.4, 125.0, 112.4), (50.8, 116.0, 111.7), (53.5, 104.9, 100.9))
+    assert status("pw_small_tying", Results(pw_table6=t)) == C.FAILS
+    # PR lowers train perplexity
+    t = pw6((38.0, 120.7, 114.5), (36.4, 117.5, 112.4), (30.0, 116.0, 111.7), (53.5, 104.9, 100.9))
+    assert status("pw_small_pr_train", Results(pw_table6=t)) == C.FAILS
+    # WT raises train perplexity
+    t = pw6((38.0, 120.7, 114.5), (40.0, 117.5, 112.4), (50.8, 116.0, 111.7), (53.5, 104.9, 100.9))
+    assert status("pw_small_wt_train", Results(pw_table6=t)) == C.FAILS
+    # PR hurts when tied; WT+PR no longer best
+    t = pw6((38.0, 120.7, 114.5), (36.4, 117.5, 112.4), (50.8, 116.0, 111.7), (53.5, 118.0, 113.0))
+    assert status("pw_pr_helps", Results(pw_table6=t)) == C.FAILS
+    assert status("pw_wtpr_best", Results(pw_table6=t)) == C.FAILS
+
+
+def test_press_wolf_missing_row_is_not_run():
+    t = PAPER_LIKE_6[PAPER_LIKE_6["model"] != "small_wt"]
+    assert status("pw_small_tying", Results(pw_table6=t)) == NOT_RUN
+    assert status("pw_wtpr_best", Results(pw_table6=t)) == NOT_RUN
+    assert status("pw_pr_helps", Results(pw_table6=t)) == C.HOLDS  # small -> small_pr still testable
+    t = PAPER_LIKE_6.copy()
+    t.loc[t["model"] == "small_wt", "valid_ppl"] = math.nan  # a row without a number
+    assert status("pw_small_tying", Results(pw_table6=t)) == NOT_RUN
+
+
+def test_press_wolf_table5_regulariser_signature_flips():
+    paper = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
+    assert status("pw_regulariser", Results(pw_table5=paper)) == C.HOLDS
+    assert status("pw_large_tying", Results(pw_table5=paper)) == C.HOLDS
+    lower_train = pw5((37.8, 82.2, 78.4), (30.0, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
+    assert status("pw_regulariser", Results(pw_table5=lower_train)) == C.FAILS
+    bd_worse = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 79.0, 73.2))
+    assert status("pw_large_tying", Results(pw_table5=bd_worse)) == C.FAILS
+    only_bd = paper[paper["model"].str.startswith("large_bd")]
+    assert status("pw_large_tying", Results(pw_table5=only_bd)) == C.HOLDS  # one pair is enough
+    assert status("pw_regulariser", Results(pw_table5=only_bd)) == NOT_RUN
+
+
+def inan(values: dict) -> pd.DataFrame:
+    rows = [dict(dataset="ptb", size=s, model=m, valid_ppl=v, test_ppl=v - 4, protocol="reduced")
+            for s, per in values.items() for m, v in per.items()]
+    return pd.DataFrame(rows)
+
+
+PAPER_INAN = {"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 86.2},
+              "medium": {"VD-LSTM": 82.0, "+AL": 77.4, "+RE": 77.1, "+REAL": 75.7},
+              "large": {"VD-LSTM": 76.8, "+AL": 74.5, "+RE": 72.5, "+REAL": 71.1}}
+
+
+def test_inan_claims_hold_and_flip():
+    r = Results(inan_table1=inan(PAPER_INAN))
+    assert status("inan_al_small", r) == C.HOLDS
+    assert status("inan_re_large", r) == C.HOLDS
+    assert status("inan_real_best", r) == C.HOLDS
+    flipped = {k: dict(v) for k, v in PAPER_INAN.items()}
+    flipped["small"]["+AL"], flipped["large"]["+RE"], flipped["medium"]["VD-LSTM"] = 95.0, 80.0, 70.0
+    r = Results(inan_table1=inan(flipped))
+    assert status("inan_al_small", r) == C.FAILS
+    assert status("inan_re_large", r) == C.FAILS
+    assert status("inan_real_best", r) == C.FAILS
+    small_only = Results(inan_table1=inan({"small": PAPER_INAN["small"]}))
+    assert status("inan_re_large", small_only) == NOT_RUN
+    assert status("inan_al_small", small_only) == C.HOLDS
+
+
+def fig1(distances):
+    return pd.DataFrame([dict(panel="a", tau=10, beta=b, seed=s, distance=d + 0.01 * s, protocol="smoke")
+                         for b, d in distances for s in range(2)])
+
+
+def test_inan_subspace_claim_flips():
+    falling = fig1([(0.0, 0.98), (0.25, 0.7), (0.5, 0.4), (1.0, 0.06)])
+    assert status("inan_subspace", Results(inan_figure1=falling)) == C.HOLDS
+    rising = fig1([(0.0, 0.2), (0.5, 0.5), (1.0, 0.9)])
+    assert status("inan_subspace", Results(inan_figure1=rising)) == C.FAILS
+    assert status("inan_subspace", Results(inan_figure1=fig1([(1.0, 0.1)]))) == NOT_RUN
+
+
+def il_frame(tied_zero_gap=0.02, rescale_gap=0.005, std_gaps=(0.1, 0.15)):
+    n = 32000
+    log_n = math.log(n)
+    rows = []
+    for d in (128, 256, 1024):
+        theory = math.log(math.exp(d * 0.02) + n - 1)
+        rows.append(dict(token_dist="uniform", branches="zero", tied=True, rescale=False, mixer="none", d=d, n=n,
+                         std="0.02", loss_mean=theory + tied_zero_gap, reference_loss=theory, protocol="smoke"))
+        rows.append(dict(token_dist="uniform", branches="zero", tied=True, rescale=True, mixer="none", d=d, n=n,
+                         std="0.02", loss_mean=log_n + rescale_gap, reference_loss=log_n, protocol="smoke"))
+        for tied, gap in zip((True, False), std_gaps):
+            rows.append(dict(token_dist="uniform", branches="normal", tied=tied, rescale=False, mixer="none", d=d,
+                             n=n, std="0.02", loss_mean=log_n + gap, reference_loss=log_n, protocol="smoke"))
+    # a Zipf row far off must not count (the claims use uniform tokens)
+    rows.append(dict(token_dist="zipf", branches="zero", tied=True, rescale=False, mixer="none", d=64, n=n,
+                     std="0.02", loss_mean=99.0, reference_loss=1.0, protocol="smoke"))
+    return pd.DataFrame(rows)
+
+
+def test_initial_loss_claims_hold_and_flip():
+    r = Results(initial_loss=il_frame())
+    assert status("il_theory", r) == C.HOLDS
+    assert status("il_rescale", r) == C.HOLDS
+    assert status("il_standard", r) == C.HOLDS
+    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.5))) == C.FAILS
+    assert status("il_rescale", Results(initial_loss=il_frame(rescale_gap=-0.3))) == C.FAILS
+    assert status("il_standard", Results(initial_loss=il_frame(std_gaps=(-0.05, 0.1)))) == C.FAILS  # below log n
+    assert status("il_standard", Results(initial_loss=il_frame(std_gaps=(2.0, 0.1)))) == C.FAILS   # far above
+    # tolerances come from the config
+    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.5)), {"theory_nats": 1.0}) == C.HOLDS
+    # the theory claim ignores widths below theory_min_width (d = 128 here)
+    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.5)), {"theory_min_width": 2048}) == NOT_RUN
+    no_untied = il_frame()
+    no_untied = no_untied[no_untied["tied"] | (no_untied["branches"] == "zero")]
+    assert status("il_standard", Results(initial_loss=no_untied[no_untied["tied"]])) == NOT_RUN
+
+
+def test_embedding_share_claim_flips():
+    f = pd.DataFrame({"model": ["a", "b", "c"], "total_params": [5e6, 1e9, 7e10],
+                      "embedding_share": [0.6, 0.2, 0.02], "protocol": ["n/a"] * 3})
+    assert status("scale_share", Results(families=f)) == C.HOLDS
+    f["embedding_share"] = [0.02, 0.2, 0.6]
+    assert status("scale_share", Results(families=f)) == C.FAILS
+    assert status("scale_share", Results(families=f.head(2))) == NOT_RUN
+
+
+def test_scale_study_claims_flip():
+    s = pd.DataFrame({"train_tokens": [1e5, 1e5, 5e5, 5e5, 1e6, 1e6], "gain": [12, 10, 6, 5, 2, 1.5],
+                      "protocol": "reduced"})
+    assert status("scale_data_gain", Results(scale_data=s)) == C.HOLDS
+    s["gain"] = s["gain"].values[::-1]
+    assert status("scale_data_gain", Results(scale_data=s)) == C.FAILS
+    e = pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.2, 0.8],
+                      "protocol": "reduced"})
+    assert status("emb_tied_output", Results(embedding_similarity=e)) == C.HOLDS
+    e["spearman"] = [0.8, 0.2]
+    assert status("emb_tied_output", Results(embedding_similarity=e)) == C.FAILS
+
+
+def test_verdict_carries_protocol():
+    v = next(c for c in C.CLAIMS if c.id == "pw_small_tying").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    assert v.protocol == "reduced" and "120.70" in v.evidence and "117.50" in v.evidence
+
+
+def test_scale_trend_needs_two_standard_errors():
+    noisy = pd.DataFrame({"train_tokens": [1e5, 1e5, 1e6, 1e6], "gain": [5.0, -5.0, 4.0, -4.5],
+                          "rel_gain": [0.05, -0.05, 0.04, -0.045], "protocol": "smoke"})
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=noisy))
+    assert v.status == C.FAILS and "inconclusive" in v.evidence
+
+
+def test_scale_model_share_claim_flips():
+    rows = [dict(hidden=h, seed=s, embedding_share=share, rel_gain=g + 0.002 * s, protocol="reduced")
+            for h, share, g in ((200, 0.57, 0.10), (400, 0.39, 0.06), (650, 0.28, 0.02)) for s in range(3)]
+    m = pd.DataFrame(rows)
+    assert status("scale_model_share", Results(scale_model=m)) == C.HOLDS
+    m["rel_gain"] = m["rel_gain"].values[::-1]
+    assert status("scale_model_share", Results(scale_model=m)) == C.FAILS
+    assert status("scale_model_share", Results(scale_model=m[m["hidden"] == 200])) == NOT_RUN

@@ -1,0 +1,172 @@
+"""Scale study (issue 8): grid, gains, claim rule, transformer helpers; smoke outputs (slow)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from replicate.analysis import scale
+from replicate.analysis import transformer_train as tt
+
+CFG = {
+    "data": {"hidden": 200, "pcts": [10, 100], "wikitext2_pcts": [100], "seeds": [1, 2]},
+    "model": {"pct": 100, "hiddens": [200, 400], "seeds": [1]},
+    "analysis": {"pct": 100, "hidden": 200, "variants": ["untied", "tied", "tied_pr"], "seeds": [1, 2],
+                 "pr_seeds": [1]},
+}
+
+
+def test_grid_shares_cells_between_studies():
+    grid = scale.lstm_grid(CFG)
+    keys = [tuple(p.values()) for p in grid]
+    assert len(keys) == len(set(keys))
+    # data: 2 pcts x 2 tyings x 2 seeds + wt2 2 x 2 = 12; model adds h400 x 2 (h200 @100 shared);
+    # analysis adds tied_pr seed 1 only (pr_seeds)
+    assert len(grid) == 12 + 2 + 1
+    assert ("ptb", 100, 200, "tied_pr", 1) in keys and ("ptb", 100, 200, "tied_pr", 2) not in keys
+    assert scale.run_dir("ptb", 25, 400, "tied", 3) == "results/scale/runs/ptb/p25_h400_tied/seed3"
+
+
+def test_nested_fractions_and_settings():
+    assert scale.train_tokens_for(929589, 100) == 929589
+    assert scale.train_tokens_for(929589, 10) == 92959
+    s = scale.run_settings({"size": "small", "overrides": {"epochs": 2}}, 400, "tied_pr", 3, 1000)
+    assert s == {"size": "small", "epochs": 2, "hidden_size": 400, "tying": "tied", "projection": True,
+                 "seed": 3, "max_train_tokens": 1000}
+    from replicate.errors import ReplicateError
+
+    with pytest.raises(ReplicateError):
+        scale.train_tokens_for(100, 0)
+
+
+def _runs(gains_by_pct, seeds=(1, 2), noise=0.0):
+    rows = []
+    rng = np.random.default_rng(0)
+    for pct, gain in gains_by_pct.items():
+        for seed in seeds:
+            base = 300 - pct
+            for variant, ppl in (("untied", base), ("tied", base - gain + noise * rng.standard_normal())):
+                rows.append({"run": f"{pct}{variant}{seed}", "dataset": "ptb", "pct": pct, "train_tokens": pct * 1000,
+                             "hidden": 200, "variant": variant, "tying": variant, "projection": False, "seed": seed,
+                             "epochs": 2, "vocab_size": 10000, "total_params": 4e6 if variant == "untied" else 2e6,
+                             "embedding_params": 4e6 - 2e5 if variant == "untied" else 2e6 - 2e5,
+                             "non_embedding_params": 2e5, "embedding_share": 0.95, "train_ppl": 1.0,
+                             "train_clean_ppl": 1.0, "final_valid_ppl": ppl + 1, "best_valid_ppl": ppl,
+                             "best_epoch": 2, "test_ppl": ppl, "tokens_per_s": 1.0})
+    return scale.runs_frame(rows, "reduced")
+
+
+def test_gain_tables_and_claim_holds_when_gain_shrinks():
+    cfg = {**CFG, "data": {**CFG["data"], "pcts": [10, 25, 50, 100], "wikitext2_pcts": []},
+           "model": {"pct": 100, "hiddens": [200], "seeds": [1]}}
+    runs = _runs({10: 20.0, 25: 12.0, 50: 6.0, 100: 3.0}, noise=0.5)
+    by_seed = scale.gain_by_seed(runs, cfg, "best_valid", "reduced")
+    data = scale.data_table(by_seed)
+    assert list(data["train_tokens"].unique()) == [10000, 25000, 50000, 100000]
+    row = data[(data.pct == 10) & (data.seed == 1)].iloc[0]
+    assert row["gain"] == pytest.approx(row["untied_valid_ppl"] - row["tied_valid_ppl"])
+    assert row["rel_gain"] == pytest.approx(row["gain"] / row["untied_valid_ppl"])
+    gain = scale.gain_table(by_seed)
+    assert set(gain["study"]) == {"data", "model"} and (gain["n_seeds"] == 2).all()
+    claims = scale.claims_table(by_seed, "reduced").set_index("claim_id")
+    assert claims.loc["scale_data_gain", "verdict"] == "holds"
+    assert claims.loc["scale_model_share", "verdict"] == "not run"
+
+
+def test_claim_does_not_hold_when_gain_grows():
+    cfg = {**CFG, "data": {**CFG["data"], "pcts": [10, 25, 50, 100], "wikitext2_pcts": []}}
+    runs = _runs({10: 1.0, 25: 5.0, 50: 10.0, 100: 20.0})
+    by_seed = scale.gain_by_seed(runs, cfg, "final_valid", "reduced")
+    claims = scale.claims_table(by_seed, "reduced").set_index("claim_id")
+    assert claims.loc["scale_data_gain", "verdict"] == "does not hold"
+
+
+def test_slope_test_hand_values():
+    t = scale.slope_test([0, 1, 2], [1.0, 3.0, 5.0])
+    assert t["slope"] == pytest.approx(2.0) and t["se"] == pytest.approx(0.0)
+    assert math.isnan(scale.slope_test([1, 1], [1, 2])["slope"])
+
+
+# ----------------------------------------------------------------------------- transformer helpers
+def test_transformer_lr_schedule():
+    spec = {"lr": 1.0, "warmup": 10, "steps": 110, "min_lr_ratio": 0.1}
+    assert tt.lr_at(0, spec) == pytest.approx(0.1)
+    assert tt.lr_at(9, spec) == pytest.approx(1.0)
+    assert tt.lr_at(60, spec) == pytest.approx(0.55)
+    assert tt.lr_at(110, spec) == pytest.approx(0.1)
+
+
+def test_count_spikes_hand_case():
+    assert tt.count_spikes([1, 1, 1, 1, 2, 1, 1, 1.05], window=3, factor=1.1) == 1
+
+
+def test_theory_step0_matches_sweep_formula():
+    n = 33278
+    assert tt.theory_step0("untied", 128, 0.02, n) == pytest.approx(math.log(n))
+    assert tt.theory_step0("tied", 1024, 0.02, n) == pytest.approx(math.log(math.exp(1024 * 0.02) + n - 1))
+    assert tt.theory_step0("tied_rescale", 1024, 0.02, n) == pytest.approx(
+        math.log(math.exp(0.02 * 32) + n - 1))
+
+
+def test_transformer_train_tiny(tmp_path):
+    """A few steps on a synthetic corpus: curve and summary written, tying real, step-0 loss ~ log n."""
+    import torch
+
+    from replicate.data import Corpus
+    from replicate.io import read_json
+
+    g = torch.Generator().manual_seed(0)
+    corpus = Corpus(vocab=[f"w{i}" for i in range(50)], train=torch.randint(0, 50, (2000,), generator=g),
+                    valid=torch.randint(0, 50, (300,), generator=g), test=torch.randint(0, 50, (10,)))
+    spec = {"name": "t", "variant": "tied", "std": "0.02", "seed": 1, "d_model": 16, "n_layers": 1,
+            "head_dim": 8, "init": "normal", "steps": 5, "batch_size": 2, "seq_len": 8, "lr": 1e-3, "warmup": 2,
+            "min_lr_ratio": 0.1, "weight_decay": 0.1, "clip": 1.0, "eval_every": 2, "eval_tokens": 64,
+            "spike_window": 2, "spike_rel": 0.1, "spike_grad_factor": 3.0}
+    s = tt.train(spec, corpus, tmp_path, threads=1, device="cpu", log=lambda *_: None)
+    assert abs(s["step0_loss"] - math.log(50)) < 0.5
+    curve = pd.read_csv(tmp_path / "curve.csv")
+    assert list(curve["step"]) == [0, 1, 2, 3, 4] and curve["valid_loss"].notna().sum() == 3
+    assert read_json(tmp_path / "summary.json")["provenance"]["config"]["variant"] == "tied"
+
+
+# ----------------------------------------------------------------------------- smoke outputs
+@pytest.mark.slow
+def test_smoke_scale_outputs(smoke_run):
+    res = smoke_run / "results"
+    data = pd.read_csv(res / "tables" / "scale_data.csv")
+    for col in ("train_tokens", "gain", "rel_gain", "protocol", "seed"):
+        assert col in data.columns
+    assert data["train_tokens"].nunique() >= 2 and (data["protocol"] == "smoke").all()
+    gain = pd.read_csv(res / "tables" / "scale_gain.csv")
+    assert {"data", "model", "wikitext2"} <= set(gain["study"])
+    claims = pd.read_csv(res / "tables" / "scale_claims.csv")
+    assert set(claims["claim_id"]) == {"scale_data_gain", "scale_model_share"}
+    for stem in ("scale_data_gain", "scale_model_gain", "scale_transformer", "analysis_update_frequency",
+                 "analysis_embedding_similarity"):
+        assert (res / "figures" / f"{stem}.png").stat().st_size > 0
+        assert (res / "figures" / f"{stem}.svg").is_file()
+
+
+@pytest.mark.slow
+def test_smoke_embedding_analysis_outputs(smoke_run):
+    res = smoke_run / "results"
+    upd = pd.read_csv(res / "analysis" / "update_frequency.csv")
+    # Press & Wolf's argument, measured even in the smoke run: untied input rows move only when the
+    # word is an input; output and tied rows move at every step.
+    inp = upd[(upd.variant == "untied") & (upd.matrix == "input")]
+    assert np.allclose(inp["update_fraction"], inp["input_fraction"])
+    assert (upd[upd.matrix == "output"]["update_fraction"] == 1.0).all()
+    assert (upd[upd.matrix == "tied"]["update_fraction"] == 1.0).all()
+    sim = pd.read_csv(res / "tables" / "embedding_similarity.csv")
+    assert {"tied_vs_untied_input", "tied_vs_untied_output"} <= set(sim["comparison"])
+    assert sim["spearman"].between(-1, 1).all()
+    epochs = pd.read_csv(res / "analysis" / "embedding_similarity_epochs.csv")
+    assert epochs["epoch"].nunique() >= 2
+    ws = pd.read_csv(res / "analysis" / "word_similarity.csv")
+    assert ws["status"].str.startswith("not provided").all()
+    tf = pd.read_csv(res / "tables" / "scale_transformer.csv")
+    assert set(tf["variant"]) == {"untied", "tied", "tied_rescale"}
+    assert (abs(tf["step0_loss"] - tf["log_n"]) < 0.5).all()

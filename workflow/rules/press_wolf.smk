@@ -1,0 +1,60 @@
+# Press & Wolf 2017 / Zaremba et al. 2014 LSTM language models: one job per cell x seed, one table per
+# paper table. Ablation in one command (own result folder, never the baseline's):
+#   snakemake --cores 2 results/press_wolf/small_wt_pr@pr_lambda=0.05/seed1/metrics.json
+# Targets and spec functions: press_wolf_common.smk.
+localrules:
+    press_wolf_table,
+
+
+rule press_wolf_train:
+    input:
+        corpus=f"results/data/{PW['dataset']}/corpus.pt",
+    output:
+        metrics="results/press_wolf/{cell}/seed{seed}/metrics.json",
+        history="results/press_wolf/{cell}/seed{seed}/history.csv",
+    wildcard_constraints:
+        cell=r"[a-z_]+(@[a-z_]+=[^/@]+)*",
+    params:
+        spec=press_wolf_spec,
+        out_dir=subpath(output.metrics, parent=True),
+        device=config["device"],
+        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        code=code_version("lstm.config", "lstm.kernels", "lstm.model", "lstm.train", "lstm.runner", "data",
+                          "devices"),
+    threads: PW["threads"]
+    resources:
+        # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
+        mem_mb=lstm_mem_mb(press_wolf_settings, PW["dataset"]),
+        runtime=lstm_runtime(press_wolf_settings, PW["dataset"]),
+        gpu=train_gpus,
+    log:
+        "results/logs/press_wolf/{cell}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/press_wolf/{cell}/seed{seed}.tsv"
+    shell:
+        "python -m replicate press-wolf train --spec {params.spec:q} --corpus {input.corpus} "
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+
+
+rule press_wolf_table:
+    input:
+        metrics=lambda wc: expand("results/press_wolf/{cell}/seed{seed}/metrics.json",
+                                  cell=PW["tables"][wc.table], seed=PW["seeds"]),
+        paper="paper/reference/press_wolf_{table}.csv",
+    output:
+        report("results/tables/press_wolf_{table}.csv", caption="../report/press_wolf_table.rst",
+               category="Press & Wolf", labels={"table": "{table}"}),
+    wildcard_constraints:
+        table="table5|table6",
+    params:
+        protocol=config["protocol"],
+        code=code_version("lstm.table"),
+    log:
+        "results/logs/press_wolf/table_{table}.log",
+    shell:
+        "python -m replicate press-wolf table --name {wildcards.table} --paper {input.paper} "
+        "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
+
+
+TARGETS.extend(PW_RUNS)
+TARGETS.extend(expand("results/tables/press_wolf_{table}.csv", table=list(PW["tables"])))

@@ -1,0 +1,18 @@
+# Press & Wolf: config view, target list and run-spec functions used by press_wolf.smk.
+from replicate.lstm.config import cell_settings
+
+PW = config["press_wolf"]
+PW_RUNS = expand("results/press_wolf/{cell}/seed{seed}/metrics.json", cell=PW["cells"] + PW["ablations"],
+                 seed=PW["seeds"])
+
+
+def press_wolf_settings(wildcards):
+    return cell_settings(wildcards.cell, PW["overrides"], seed=int(wildcards.seed))
+
+
+def press_wolf_spec(wildcards):
+    """The run's own resolved config only (not the whole section: adding a cell or an ablation to the
+    config must not rerun the other runs)."""
+    settings = press_wolf_settings(wildcards)
+    return spec_json({"name": f"{wildcards.cell}/seed{wildcards.seed}", "settings": settings,
+                      "config": run_config(None, dataset=PW["dataset"], settings=settings)})

@@ -1,0 +1,85 @@
+# The report: every table and figure beside the papers', the claims checked against our numbers.
+# Include this file LAST: its rule takes every other rule file's final targets as input.
+# Logic: replicate/report/ (python -m replicate report ...).
+import glob
+
+import yaml
+from pathlib import Path
+
+
+localrules:
+    report_learning_curves,
+    report,
+
+
+# Every final output the other rule files requested (taken now, before this file adds its own).
+REPORT_INPUTS = [t for t in TARGETS if not t.startswith("results/report/")]
+# Press & Wolf runs in this configuration -> their per-epoch histories (learning curves).
+REPORT_HISTORIES = [
+    str(Path(t).with_name("history.csv"))
+    for t in REPORT_INPUTS
+    if t.startswith("results/press_wolf/") and Path(t).name == "metrics.json"
+]
+
+
+# config/paper.yaml with every section's schema defaults filled: the report lists, per experiment, how
+# this run's config differs from the papers' full protocol.
+with open("config/paper.yaml", encoding="utf-8") as _fh:
+    REPORT_FULL_PROTOCOL = yaml.safe_load(_fh)
+for _section in ("press_wolf", "inan", "initial_loss", "scale"):
+    REPORT_FULL_PROTOCOL.setdefault(_section, {})
+    validate(REPORT_FULL_PROTOCOL[_section], f"../schemas/{_section}.schema.yaml")
+REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", "press_wolf", "inan", "initial_loss", "scale")}
+
+
+rule report_learning_curves:
+    input:
+        REPORT_HISTORIES,
+    output:
+        report(
+            "results/figures/report_press_wolf_learning_curves.png",
+            caption="../report/report_learning_curves.rst",
+            category="Press & Wolf",
+            subcategory="Figures",
+            labels={"figure": "learning curves"},
+        ),
+        "results/figures/report_press_wolf_learning_curves.svg",
+    params:
+        stem=subpath(output[0], strip_suffix=".png"),
+        code=code_version("report", "plotting"),
+    log:
+        "results/logs/report/learning_curves.log",
+    shell:
+        "python -m replicate report learning-curves --out-stem {params.stem:q} {input} > {log} 2>&1"
+
+
+rule report:
+    input:
+        results=REPORT_INPUTS,
+        curves=(["results/figures/report_press_wolf_learning_curves.png"] if REPORT_HISTORIES else []),
+        template=config["report"]["template"],
+        paper=sorted(glob.glob("paper/reference/*.csv")),
+        captions=sorted(glob.glob("workflow/report/*.rst")),
+    output:
+        md="results/report/report.md",
+        html=report(
+            "results/report/index.html",
+            caption="../report/report_index.rst",
+            category="Report",
+            labels={"file": "index.html"},
+        ),
+    params:
+        spec=spec_json(
+            run_config("report", sections={k: config[k] for k in ("press_wolf", "inan", "initial_loss", "scale")},
+                       full_protocol=REPORT_FULL_PROTOCOL)
+        ),
+        results=subpath(output.md, ancestor=2),
+        code=code_version("report", "plotting"),
+    log:
+        "results/logs/report/report.log",
+    shell:
+        "python -m replicate report build --results {params.results} --template {input.template:q} "
+        "--md {output.md} --html {output.html} --captions workflow/report --spec {params.spec:q} > {log} 2>&1"
+
+
+TARGETS.append("results/report/index.html")

@@ -1,0 +1,63 @@
+# Cluster resources of the heavy rules (memory, time limit, GPUs), estimated from the model size by
+# replicate/resources.py. The experiment rule files use these as `resources` values; a profile's
+# `set-resources` (e.g. profiles/slurm/config.yaml) wins over them. Every estimate scales with
+# Snakemake's `attempt`, so a job retried after running out of memory or time (profile `retries:`)
+# asks for 2x, 3x, ... of both. Locally (no cluster) `mem_mb`/`runtime` only matter if you pass
+# `--resources mem_mb=...`; `gpu` only if you pass `--resources gpu=N` (see README "Running on a cluster").
+from replicate import resources as _res
+from replicate.lstm.config import resolve as _lstm_resolve
+
+# 'cuda' when the config asks for a GPU (device: cuda or cuda:N), else 'cpu'.
+DEVICE_KIND = _res.device_kind(config["device"])
+# {"vocab", "train", "valid", "test"} of a prepared corpus (ptb | wikitext2), for settings functions
+corpus_shape = _res.corpus_shape
+
+
+def train_gpus(wildcards):
+    """`gpu` resource of a training rule: 1 when the config's device is cuda[:N], else 0 (device auto
+    does not reserve a GPU on a cluster; pass --config device=cuda for GPU jobs)."""
+    return 1 if DEVICE_KIND == "cuda" else 0
+
+
+def _lstm(settings_of, dataset, wildcards, threads):
+    shape = _res.corpus_shape(dataset(wildcards) if callable(dataset) else dataset)
+    model, train = _lstm_resolve(settings_of(wildcards), shape["vocab"])
+    return _res.lstm_estimate(model, train, shape, DEVICE_KIND, threads)
+
+
+def lstm_mem_mb(settings_of, dataset):
+    """`mem_mb` of a rule that trains one LSTM. settings_of(wildcards) -> the run's settings dict
+    ({"size": preset, **overrides}, as replicate.lstm.config.resolve takes); dataset: ptb | wikitext2, or
+    a function of the wildcards that returns one."""
+
+    def mem_mb(wildcards, threads, attempt):
+        return _lstm(settings_of, dataset, wildcards, threads).for_attempt(attempt).mem_mb
+
+    return mem_mb
+
+
+def lstm_runtime(settings_of, dataset):
+    """`runtime` (integer minutes) of a rule that trains one LSTM; same arguments as lstm_mem_mb."""
+
+    def runtime(wildcards, threads, attempt):
+        return _lstm(settings_of, dataset, wildcards, threads).for_attempt(attempt).runtime_min
+
+    return runtime
+
+
+def sweep_mem_mb(section):
+    """`mem_mb` of the initial-loss sweep job of width {width} (section: config["initial_loss"])."""
+
+    def mem_mb(wildcards, threads, attempt):
+        return _res.sweep_estimate(section, int(wildcards.width), threads).for_attempt(attempt).mem_mb
+
+    return mem_mb
+
+
+def sweep_runtime(section):
+    """`runtime` (integer minutes) of the initial-loss sweep job of width {width}."""
+
+    def runtime(wildcards, threads, attempt):
+        return _res.sweep_estimate(section, int(wildcards.width), threads).for_attempt(attempt).runtime_min
+
+    return runtime
