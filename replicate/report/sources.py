@@ -116,44 +116,45 @@ def _rel(root: Path, path: Path) -> str:
         return str(path)
 
 
+def _table(res: "Results", root: Path, key: str, rel: str, cols, **read_kw) -> pd.DataFrame | None:
+    """Read ``root/rel`` if it exists, check it has ``cols``, register it as ``res.raw[key]`` (the
+    frame shown in the report) with its path; None when the result was not produced."""
+    path = root / rel
+    if not path.is_file():
+        return None
+    frame = _read_csv(path, **read_kw)
+    _need(frame, cols, path)
+    res.raw[key], res.paths[key] = frame, _rel(root, path)
+    return frame
+
+
 def load(root: str | Path = "results") -> Results:
     root = Path(root)
     res = Results(root=root)
 
     # ------------------------------------------------------------------ Press & Wolf tables
     for name, rel in PW_TABLES.items():
-        path = root / rel
-        if not path.is_file():
+        frame = _table(res, root, f"press_wolf_{name}", rel, ["cell", "row", "protocol", "train_ours",
+                       "valid_ours", "test_ours", "train_paper", "valid_paper", "test_paper"])
+        if frame is None:
             continue
-        frame = _read_csv(path)
-        _need(frame, ["cell", "row", "protocol", "train_ours", "valid_ours", "test_ours",
-                      "train_paper", "valid_paper", "test_paper"], path)
-        res.raw[f"press_wolf_{name}"], res.paths[f"press_wolf_{name}"] = frame, _rel(root, path)
         canon = frame.rename(columns={"cell": "model", "train_ours": "train_ppl", "valid_ours": "valid_ppl",
                                       "test_ours": "test_ppl"})[["model", "train_ppl", "valid_ppl", "test_ppl",
                                                                  "protocol"]]
         setattr(res, "pw_" + name, canon)
 
     # ------------------------------------------------------------------------ initial loss
-    path = root / IL_SUMMARY
-    if path.is_file():
-        frame = _read_csv(path, dtype={"std": str})
-        _need(frame, ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n",
-                      "loss_mean", "reference_kind", "reference_loss", "diff", "rel_diff", "protocol"], path)
+    frame = _table(res, root, "initial_loss_summary", IL_SUMMARY,
+                   ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n",
+                    "loss_mean", "reference_kind", "reference_loss", "diff", "rel_diff", "protocol"],
+                   dtype={"std": str})
+    if frame is not None:
         for col in ("tied", "rescale"):
             frame[col] = frame[col].astype(str).str.lower().map({"true": True, "false": False})
-        res.raw["initial_loss_summary"], res.paths["initial_loss_summary"] = frame, _rel(root, path)
         res.initial_loss = frame
-    path = root / IL_THEORY
-    if path.is_file():
-        res.raw["initial_loss_theory"], res.paths["initial_loss_theory"] = _read_csv(path), _rel(root, path)
-    path = root / IL_FAMILIES
-    if path.is_file():
-        frame = _read_csv(path)
-        _need(frame, ["model", "vocab_size", "d_model", "n_layers", "tied", "total_params", "embedding_share",
-                      "source"], path)
-        res.raw["model_families"], res.paths["model_families"] = frame, _rel(root, path)
-        res.families = frame
+    _table(res, root, "initial_loss_theory", IL_THEORY, [])
+    res.families = _table(res, root, "model_families", IL_FAMILIES, ["model", "vocab_size", "d_model",
+                          "n_layers", "tied", "total_params", "embedding_share", "source"])
     if (root / IL_METRICS).is_file():
         res.il_metrics = json.loads((root / IL_METRICS).read_text())
     if (root / IL_MEMORY).is_file():
@@ -167,11 +168,7 @@ def load(root: str | Path = "results") -> Results:
         _need(canon, ["dataset", "size", "model", "protocol"], path)
         res.raw["inan_table1"], res.paths["inan_table1"] = frame, _rel(root, path)
         res.inan_table1 = canon
-    path = root / INAN_ABLATION
-    if path.is_file():
-        frame = _read_csv(path)
-        _need(frame, ["tau", "alpha", "valid_ppl", "protocol"], path)
-        res.raw["inan_ablation"], res.paths["inan_ablation"] = frame, _rel(root, path)
+    _table(res, root, "inan_ablation", INAN_ABLATION, ["tau", "alpha", "valid_ppl", "protocol"])
     fig1 = []
     for path in sorted(root.glob(INAN_FIGURE1_GLOB)):
         frame = _read_csv(path)
@@ -186,17 +183,10 @@ def load(root: str | Path = "results") -> Results:
         res.inan_figure1 = pd.concat(fig1, ignore_index=True)
 
     # ------------------------------------------------------------------------- scale study
-    path = root / SCALE_DATA
-    if path.is_file():
-        frame = _read_csv(path)
-        _need(frame, ["train_tokens", "gain", "protocol"], path)
-        res.raw["scale_data"], res.paths["scale_data"] = frame, _rel(root, path)
-        res.scale_data = frame
-    path = root / SCALE_GAIN
-    if path.is_file():
-        frame = _read_csv(path)
-        _need(frame, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"], path)
-        res.raw["scale_gain"], res.paths["scale_gain"] = frame, _rel(root, path)
+    res.scale_data = _table(res, root, "scale_data", SCALE_DATA, ["train_tokens", "gain", "protocol"])
+    frame = _table(res, root, "scale_gain", SCALE_GAIN,
+                   ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
+    if frame is not None:
         by_seed_path = root / SCALE_BY_SEED
         if by_seed_path.is_file():
             by_seed = _read_csv(by_seed_path)
@@ -210,17 +200,9 @@ def load(root: str | Path = "results") -> Results:
     for key, rel, cols in (("scale_claims", SCALE_CLAIMS, ["claim_id", "verdict", "protocol"]),
                            ("scale_transformer", SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
                            ("word_similarity", SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
-        path = root / rel
-        if path.is_file():
-            frame = _read_csv(path)
-            _need(frame, cols, path)
-            res.raw[key], res.paths[key] = frame, _rel(root, path)
-    path = root / SCALE_SIMILARITY
-    if path.is_file():
-        frame = _read_csv(path)
-        _need(frame, ["comparison", "spearman", "protocol"], path)
-        res.raw["embedding_similarity"], res.paths["embedding_similarity"] = frame, _rel(root, path)
-        res.embedding_similarity = frame
+        _table(res, root, key, rel, cols)
+    res.embedding_similarity = _table(res, root, "embedding_similarity", SCALE_SIMILARITY,
+                                      ["comparison", "spearman", "protocol"])
 
     # ------------------------------------------------------------------------------ compute
     res.benchmarks = load_benchmarks(root)
