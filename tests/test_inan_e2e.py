@@ -39,6 +39,11 @@ def test_inan_figure1_smoke(smoke_run):
     assert df["distance_mean"].between(0, 1).all()
     runs = pd.read_csv(res / "tables" / "inan_figure1_runs.csv")
     assert len(runs) == len(df)  # one seed per point in the smoke config
+    epochs = pd.read_csv(res / "inan" / "subspace" / "figure1_epochs.csv")
+    # every run has its distance at init (epoch 0) and after its last epoch, which is the run's final one
+    assert set(epochs["epoch"]) == {0, 1}
+    last = epochs[epochs["epoch"] == 1].merge(runs, on=["panel", "tau", "beta", "seed"])
+    assert len(last) == len(runs) and (last["distance_x"] - last["distance_y"]).abs().max() < 1e-6
     for ext in ("png", "svg"):
         assert (res / "figures" / f"inan_figure1.{ext}").stat().st_size > 1000
     point = json.loads((res / "inan" / "subspace" / "tau10_beta1.json").read_text())

@@ -78,14 +78,16 @@ def _subspace(args) -> int:
 
 def _figure1(args) -> int:
     from replicate import provenance
-    from replicate.inan.report import figure1_frames, figure1_plot, write_with_provenance
+    from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot, write_with_provenance
     from replicate.inan.subspace_exp import points
 
     started = provenance.now()
     spec = json.loads(args.spec)
-    summary, runs = figure1_frames(args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol)
+    panels = points(spec["inan"]["subspace"])
+    summary, runs = figure1_frames(args.points, panels, args.paper, args.protocol)
     write_with_provenance(args.out, summary, spec, started)
     write_with_provenance(args.out_runs, runs, spec, started)
+    write_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
     return 0
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
     p.add_argument("--out", required=True, help="per-point CSV")
     p.add_argument("--out-runs", required=True, help="per-run CSV")
+    p.add_argument("--out-epochs", required=True, help="per-run, per-epoch distance CSV (long)")
     p.add_argument("--figure", required=True, help="figure stem (PNG + SVG)")
     p.add_argument("points", nargs="+")
     p.set_defaults(func=_figure1)

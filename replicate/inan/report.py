@@ -106,6 +106,18 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
     return summary, pd.DataFrame(runs)
 
 
+
+def figure1_epochs(point_paths, panels: list[tuple[str, float, float]], protocol: str) -> pd.DataFrame:
+    """Long table of the subspace distance after every epoch (0 = at init) of every run of Figure 1:
+    shows whether a point had converged or was still moving when training stopped."""
+    points = {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
+    rows = [{"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "epoch": int(epoch), "distance": dist,
+             "protocol": protocol}
+            for panel, tau, beta in panels if (tau, beta) in points
+            for r in points[(tau, beta)]["runs"] for epoch, dist in r["distance_by_epoch"].items()]
+    return pd.DataFrame(rows).sort_values(["panel", "tau", "beta", "seed", "epoch"]).reset_index(drop=True)
+
+
 def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) -> list[Path]:
     import matplotlib.pyplot as plt
 

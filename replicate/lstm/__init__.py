@@ -6,7 +6,7 @@
 - ``train``: Trainer (reference protocol, checkpoint-resume, hooks), batchify, evaluation.
 - ``runner``: train_run(spec, corpus, out_dir) — one run with metrics.json + provenance.
 - ``table``: Press & Wolf tables beside the paper numbers; ``bench``: speed benchmark; ``cli``.
-See /work/notes/LSTM_API.md (and README) for the API contract.
+See the README ("Press & Wolf 2017") for the protocol and the knobs.
 """
 
 from replicate.lstm.config import CELLS, PRESETS, ModelConfig, TrainConfig, cell_settings, lr_at, parse_cell, resolve

@@ -12,11 +12,11 @@ The owners' files (paths relative to the results root):
 - Initial loss (replicate/transformer): tables/initial_loss_summary.csv (one row per configuration,
   ``loss_mean``, ``reference_loss``, ...), tables/initial_loss_theory.csv, tables/model_families.csv,
   initial_loss/metrics.json, initial_loss/memory_benchmark.json.
-- Inan (replicate/inan; format not final when this was written): tables/inan_table1.csv with ``dataset``,
+- Inan (replicate/inan): tables/inan_table1.csv with ``dataset``,
   ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ours``/``test_ours`` (or ``valid_ppl``/``test_ppl``),
   ``protocol`` (+ paper/diff columns shown as is); Figure 1 data tables/inan_figure1*.csv with ``tau``,
   ``beta``, ``distance`` (or ``distance_mean``), ``protocol`` and ``panel`` (or one file per panel, 1a/1b).
-- Scale study and embedding analysis (replicate/analysis; formats in the owner's SCALE_FORMATS note):
+- Scale study and embedding analysis (replicate/analysis; formats in results/README.md):
   tables/scale_data.csv (``train_tokens``, ``gain``, ``rel_gain`` per (pct, seed)), tables/scale_gain.csv
   (per study point: ``study``, ``hidden``, ``embedding_share_untied``, ``gain_mean``, ...),
   scale/gain_by_seed.csv (per seed: ``study``, ``hidden``, ``rel_gain``), tables/scale_claims.csv (the

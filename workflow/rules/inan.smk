@@ -135,6 +135,7 @@ rule inan_figure1:
         table=report("results/tables/inan_figure1.csv", caption="../report/inan_figure1.rst",
                      category="Inan et al.", labels={"table": "Figure 1 data"}),
         runs="results/tables/inan_figure1_runs.csv",
+        epochs="results/inan/subspace/figure1_epochs.csv",
         png=report("results/figures/inan_figure1.png", caption="../report/inan_figure1.rst",
                    category="Inan et al.", labels={"figure": "Figure 1"}),
         svg="results/figures/inan_figure1.svg",
@@ -147,7 +148,7 @@ rule inan_figure1:
         "results/logs/inan/figure1.log",
     shell:
         "python -m replicate inan figure1 --spec {params.spec:q} --protocol {params.protocol} "
-        "--paper {input.paper} --out {output.table} --out-runs {output.runs} --figure {params.stem:q} "
+        "--paper {input.paper} --out {output.table} --out-runs {output.runs} --out-epochs {output.epochs} --figure {params.stem:q} "
         "{input.points} > {log} 2>&1"
 
 
