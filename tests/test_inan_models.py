@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -140,3 +141,32 @@ def test_subspace_run_one_tiny(tmp_path):
     assert 0.0 <= rec["distance"] <= 1.0
     assert rec["embedding_row_norm_max_dev"] < 1e-5
     assert rec["distance"] != rec["distance_by_epoch"]["0"]  # training moved W or L
+
+
+def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch):
+    import replicate.inan.subspace_exp as sx
+
+    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
+    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
+                "bptt": 5, "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
+                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
+    spec = {"subspace": settings, "tau": 5.0, "beta": 1.0, "seeds": [1]}
+    calls = []
+
+    def fake_run_one(s, c, run_dir, seed, tau, beta, device="cpu", log=print):
+        calls.append(seed)
+        return {"seed": seed, "distance": 0.5, "distance_by_epoch": {"0": 0.9, "1": 0.5}}
+
+    monkeypatch.setattr(sx, "run_one", fake_run_one)
+    first = sx.run_point(spec, corpus, tmp_path)
+    assert calls == [1] and first["distance_mean"] == 0.5
+    sx.run_point(spec, corpus, tmp_path)
+    assert calls == [1]  # reused: same settings, same code
+    done = tmp_path / "seed1.json"
+    record = json.loads(done.read_text())
+    record["code_version"] = "0" * 16  # as if trained by other code
+    done.write_text(json.dumps(record))
+    sx.run_point(spec, corpus, tmp_path)
+    assert calls == [1, 1]
+    sx.run_point({**spec, "subspace": {**settings, "lr": 0.02}}, corpus, tmp_path)
+    assert calls == [1, 1, 1]

@@ -27,10 +27,14 @@ import torch
 import torch.nn.functional as F
 
 from replicate import io as rio
+from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss, subspace_experiment_loss
 from replicate.inan.subspace import subspace_distance
 
+# Modules whose code decides a run's numbers: a finished seed is reused only under the same code.
+MATH_MODULES = ("inan.losses", "inan.subspace", "inan.subspace_exp", "lstm.config", "lstm.kernels", "lstm.model",
+                "lstm.train")
 # Settings of one run that are passed to the engine (replicate.lstm.config.resolve keys).
 ENGINE_KEYS = ("hidden_size", "num_layers", "init_scale", "batch_size", "bptt", "lr", "max_epoch", "decay",
                "epochs", "clip", "eval_max_tokens", "max_batches", "log_every")
@@ -172,23 +176,24 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
 
 def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu", log=print) -> dict[str, Any]:
     """All seeds of one (tau, beta) point. A finished seed is stored in work_dir/seed<N>.json (with
-    the settings it was trained with) and is reused after a kill only if those settings still match;
-    its checkpoint folder is deleted once the seed is done."""
+    the settings and the hash of the code it was trained with) and is reused after a kill only if both
+    still match; its checkpoint folder is deleted once the seed is done."""
     settings, tau, beta = spec["subspace"], float(spec["tau"]), float(spec["beta"])
     math_settings = {k: v for k, v in settings.items() if k not in ("log_every", "seeds", "panel_a", "panel_b",
                                                                    "threads")}
+    code = provenance.source_hash(*MATH_MODULES)
     records = []
     for seed in spec["seeds"]:
         done = Path(work_dir) / f"seed{seed}.json"
         if done.is_file():
             old = rio.read_json(done)
-            if old.get("settings") == math_settings:
+            if old.get("settings") == math_settings and old.get("code_version") == code:
                 records.append(old)
                 continue
         run_dir = Path(work_dir) / f"seed{seed}"
         shutil.rmtree(run_dir, ignore_errors=True) if done.is_file() else None
         record = run_one(settings, corpus, run_dir, int(seed), tau, beta, device, log)
-        record["settings"] = math_settings
+        record["settings"], record["code_version"] = math_settings, code
         rio.write_json(done, record)
         shutil.rmtree(run_dir, ignore_errors=True)
         records.append(record)
