@@ -141,6 +141,8 @@ def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) ->
                        label="paper (approx.)")
         if panel == "b":
             ax.set_xscale("log")
+            ax.set_xticks(s[x], [f"{v:g}" for v in s[x]])  # the swept taus, no overlapping minor labels
+            ax.minorticks_off()
         ax.set_xlabel(x)
         ax.set_title(title.format(tau=s["tau"].iloc[0], beta=s["beta"].iloc[0]))
         ax.set_ylim(-0.02, 1.02)
