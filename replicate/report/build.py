@@ -152,13 +152,15 @@ def _rel_cols(frame: pd.DataFrame) -> list[str]:
 def section_summary(ctx: Context) -> list:
     rows = []
     for claim, verdict in ctx.verdicts:
-        css = {claims_mod.HOLDS: "holds", claims_mod.FAILS: "does-not-hold"}.get(verdict.status, "not-run")
+        css = {claims_mod.HOLDS: "holds", claims_mod.FAILS: "does-not-hold",
+               claims_mod.INCONCLUSIVE: "inconclusive"}.get(verdict.status, "not-run")
         rows.append([Cell(claim.statement), Cell(claim.paper), Cell(verdict.evidence),
                      Cell(verdict.protocol or "—"), Cell(verdict.status, raw=claim.id, css=css)])
     counts = {s: sum(v.status == s for _, v in ctx.verdicts) for s in claims_mod.STATUSES}
     return [Table(["claim", "source", "evidence from our runs", "protocol", "verdict"], rows,
                   caption=f"{len(rows)} claims: {counts[claims_mod.HOLDS]} hold, {counts[claims_mod.FAILS]} do not "
-                          f"hold, {counts[NOT_RUN]} not run in this protocol. Verdicts are computed from our "
+                          f"hold, {counts[claims_mod.INCONCLUSIVE]} inconclusive, {counts[NOT_RUN]} not run in "
+                          "this protocol. Verdicts are computed from our "
                           "result tables (replicate/report/claims.py), never from the papers' numbers.")]
 
 

@@ -39,7 +39,8 @@ from replicate.report.document import NOT_RUN
 
 HOLDS = "holds"
 FAILS = "does not hold"
-STATUSES = (HOLDS, FAILS, NOT_RUN)
+INCONCLUSIVE = "inconclusive"  # measured, but the data cannot tell (e.g. a trend within 2 s.e. of zero)
+STATUSES = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)
 
 DEFAULT_TOLERANCES = {
     # |measured - log(exp(d sigma) + n - 1)| for tied, zero-branch models (nats) ...
@@ -337,8 +338,8 @@ def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def _trend_verdict(slope: float, se: float, want_negative: bool, what: str, frames) -> Verdict:
-    """holds when the slope has the claimed sign beyond 2 standard errors; otherwise does not hold,
-    saying whether the data point the other way or cannot tell (the scale study's own rule)."""
+    """holds when the slope has the claimed sign beyond 2 standard errors, does not hold when it has the
+    opposite sign beyond 2 s.e., inconclusive otherwise (the scale study's own rule)."""
     sign_ok = slope < 0 if want_negative else slope > 0
     strong = math.isfinite(se) and abs(slope) > 2 * se
     if sign_ok and strong:
@@ -346,7 +347,7 @@ def _trend_verdict(slope: float, se: float, want_negative: bool, what: str, fram
     elif strong:
         status, reading = FAILS, "opposite sign, beyond 2 s.e."
     else:
-        status, reading = FAILS, "inconclusive: within 2 s.e. of zero"
+        status, reading = INCONCLUSIVE, "within 2 s.e. of zero"
     se_text = f"{se:.3g}" if math.isfinite(se) else "n/a"
     return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {se_text}; {reading})", _protocol(*frames))
 

@@ -189,6 +189,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 td.missing { color: var(--muted); font-style: italic; }
 td.holds { background: #e6f4ea; font-weight: 600; }
 td.does-not-hold { background: #fce8e6; font-weight: 600; }
+td.inconclusive { background: #fef7e0; font-weight: 600; }
 td.not-run { background: #f1f3f4; color: var(--muted); font-style: italic; }
 .caption { color: var(--muted); font-size: 13px; margin: 2px 0 16px; }
 .notice { border-left: 4px solid #9aa0a6; background:#f8f9fa; padding: 6px 12px; margin: 10px 0; }
