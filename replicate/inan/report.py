@@ -78,10 +78,7 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
 
 def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str):
     """(per-point summary, per-run rows) of Figure 1 from the point JSONs."""
-    points = {}
-    for p in point_paths:
-        d = rio.read_json(p)
-        points[(float(d["tau"]), float(d["beta"]))] = d
+    points = _points(point_paths)
     summary, runs = [], []
     for panel, tau, beta in panels:
         if (tau, beta) not in points:
@@ -106,11 +103,15 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
     return summary, pd.DataFrame(runs)
 
 
+def _points(point_paths) -> dict[tuple[float, float], dict]:
+    """The point JSONs of Figure 1, keyed by (tau, beta)."""
+    return {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
+
 
 def figure1_epochs(point_paths, panels: list[tuple[str, float, float]], protocol: str) -> pd.DataFrame:
     """Long table of the subspace distance after every epoch (0 = at init) of every run of Figure 1:
     shows whether a point had converged or was still moving when training stopped."""
-    points = {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
+    points = _points(point_paths)
     rows = [{"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "epoch": int(epoch), "distance": dist,
              "protocol": protocol}
             for panel, tau, beta in panels if (tau, beta) in points

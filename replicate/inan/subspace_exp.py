@@ -31,10 +31,11 @@ from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss, subspace_experiment_loss
 from replicate.inan.subspace import subspace_distance
+from replicate.lstm.runner import MATH_MODULES as ENGINE_MATH_MODULES
 
-# Modules whose code decides a run's numbers: a finished seed is reused only under the same code.
-MATH_MODULES = ("inan.losses", "inan.subspace", "inan.subspace_exp", "lstm.config", "lstm.kernels", "lstm.model",
-                "lstm.train")
+# Modules whose code decides a run's numbers (ours + the engine's): a finished seed is reused only
+# under the same code.
+MATH_MODULES = ("inan.losses", "inan.subspace", "inan.subspace_exp", *ENGINE_MATH_MODULES)
 # Settings of one run that are passed to the engine (replicate.lstm.config.resolve keys).
 ENGINE_KEYS = ("hidden_size", "num_layers", "init_scale", "batch_size", "bptt", "lr", "max_epoch", "decay",
                "epochs", "clip", "eval_max_tokens", "max_batches", "log_every")

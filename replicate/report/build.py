@@ -141,7 +141,12 @@ def _side_by_side(frame: pd.DataFrame, key_cols: dict[str, str], metrics: list[t
         cols[f"{prefix}_diff"] = f"{label} diff"
         cols[f"{prefix}_rel_diff"] = f"{label} rel. diff"
     cols.update(extra or {})
-    return {k: v for k, v in cols.items() if k in frame.columns}
+    return _present(frame, cols)
+
+
+def _present(frame: pd.DataFrame, labels: dict[str, str]) -> dict[str, str]:
+    """``{column: label}`` restricted to the columns the frame has, in the given order."""
+    return {k: v for k, v in labels.items() if k in frame.columns}
 
 
 def _rel_cols(frame: pd.DataFrame) -> list[str]:
@@ -220,12 +225,11 @@ def section_initial_loss(ctx: Context) -> list:
                            f"{int(s['n'].iloc[0]):,}; seeds per point: "
                            f"{', '.join(str(int(x)) for x in sorted(s['n_seeds'].unique())) if 'n_seeds' in s.columns else '?'}"
                            " (the article: 12 layers, n = 32k, widths up to 4096)."))
-        cols = {c: c for c in ["token_dist", "branches", "init", "std", "head", "d", "loss_mean", "loss_sd",
-                               "n_seeds", "reference_kind", "reference_loss", "diff", "rel_diff", "protocol"]
-                if c in s.columns}
-        cols.update({"loss_mean": "loss (ours, mean)", "loss_sd": "sd", "reference_kind": "reference",
-                     "reference_loss": "reference loss", "diff": "diff (nats)", "rel_diff": "rel. diff"})
-        cols = {k: v for k, v in cols.items() if k in s.columns}
+        labels = {"loss_mean": "loss (ours, mean)", "loss_sd": "sd", "reference_kind": "reference",
+                  "reference_loss": "reference loss", "diff": "diff (nats)", "rel_diff": "rel. diff"}
+        cols = _present(s, {c: labels.get(c, c) for c in ["token_dist", "branches", "init", "std", "head", "d",
+                                                          "loss_mean", "loss_sd", "n_seeds", "reference_kind",
+                                                          "reference_loss", "diff", "rel_diff", "protocol"]})
         blocks.append(frame_table(s, caption="One row per configuration (mean over seeds). Reference: theory = "
                                              "log(exp(dσ)+n−1), theory_rescaled = log(exp(σ√d)+n−1), log_n = log n.",
                                   source=res.paths["initial_loss_summary"], columns=cols,
@@ -242,12 +246,11 @@ def section_initial_loss(ctx: Context) -> list:
     if f is None:
         blocks.append(_missing("Model-family table"))
     else:
-        cols = {c: c for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied", "total_params",
-                               "embedding_params", "embedding_share", "pp_tied_grad_mib_bf16", "source"]
-                if c in f.columns}
-        cols.update({"embedding_share": "embedding share", "pp_tied_grad_mib_bf16":
-                     "tied-gradient exchange per step, pipeline parallel (MiB, bf16)"})
-        cols = {k: v for k, v in cols.items() if k in f.columns}
+        labels = {"embedding_share": "embedding share",
+                  "pp_tied_grad_mib_bf16": "tied-gradient exchange per step, pipeline parallel (MiB, bf16)"}
+        cols = _present(f, {c: labels.get(c, c) for c in ["family", "model", "vocab_size", "d_model", "n_layers",
+                                                          "tied", "total_params", "embedding_params",
+                                                          "embedding_share", "pp_tied_grad_mib_bf16", "source"]})
         blocks.append(frame_table(f, caption="Parameters from the public configs (source per row); "
                                              "embedding parameters n·d tied, 2·n·d untied.",
                                   source=res.paths["model_families"], columns=cols, percent=()))
