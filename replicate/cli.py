@@ -15,7 +15,7 @@ COMMANDS = {
     "data": ("replicate.data_cli", "fetch, prepare and summarise the data sets"),
     "initial-loss": ("replicate.transformer.cli", "transformer initial-loss sweep, theory, model families"),
     "report": ("replicate.report.cli", "assemble results/report/{report.md,index.html}"),
-    "press-wolf": ("replicate.lstm.cli", "Press & Wolf / Zaremba LSTM LMs: train, table, bench"),
+    "press-wolf": ("replicate.press_wolf.cli", "Press & Wolf / Zaremba LSTM LMs: train, table, bench"),
     "inan": ("replicate.inan.cli", "Inan et al.: AL / RE / REAL Table 1, tau x alpha ablation, section 6.2"),
     "scale": ("replicate.analysis.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
 }

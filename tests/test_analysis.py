@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from replicate.analysis import embeddings as emb
-from replicate.lstm import LSTMLM, ModelConfig, StepInfo, TrainConfig, Trainer
+from replicate.lstm.config import ModelConfig, TrainConfig
+from replicate.lstm.model import LSTMLM
+from replicate.lstm.train import StepInfo, Trainer
 
 
 # ----------------------------------------------------------------------------- similarity math

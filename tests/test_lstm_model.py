@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from replicate.errors import ReplicateError
-from replicate.lstm.config import ModelConfig, cell_settings, parse_cell, resolve
+from replicate.lstm.config import ModelConfig, resolve
 from replicate.lstm.kernels import linear_nll, lstm_sequence
 from replicate.lstm.model import LSTMLayer, LSTMLM
 
@@ -103,12 +103,79 @@ def test_lstm_layer_with_recurrent_mask_passes_gradcheck():
     c0 = torch.randn(2, 4, dtype=torch.double, requires_grad=True)
     mask = torch.rand(2, 4, dtype=torch.double)
 
-    def fn(x, h0, c0, w_ih, w_hh, b_ih, b_hh):
-        return lstm_sequence(x, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
+    def fn(x, h0, c0, w_ih, w_hh, bias):
+        return lstm_sequence(x, h0, c0, w_ih, w_hh, bias, mask)
 
     # LSTMLayer leaves its parameters uninitialised (LSTMLM initialises them): draw them here
-    weights = [torch.empty_like(p).uniform_(-0.5, 0.5).requires_grad_() for p in layer.parameters()]
+    weights = [torch.empty_like(p).uniform_(-0.5, 0.5).requires_grad_() for p in layer.parameters()][:3]
     assert torch.autograd.gradcheck(fn, (x, h0, c0, *weights))
+
+
+def _layer_inputs(gate_bias, seed=3, T=4, B=3, H=5):
+    torch.manual_seed(seed)
+    layer = LSTMLayer(H, H, gate_bias).double()
+    for p in layer.parameters():
+        torch.nn.init.uniform_(p, -0.5, 0.5)
+    x = torch.randn(T, B, H, dtype=torch.double)
+    state = (torch.randn(B, H, dtype=torch.double), torch.randn(B, H, dtype=torch.double))
+    return layer, x, state
+
+
+@pytest.mark.parametrize("gate_bias", ["tf", "torch"])
+def test_per_gate_path_equals_fused_kernel_when_all_gates_share_the_mask(gate_bias):
+    """The plain per-gate recurrence (Gal's LSTM) reduces to the fused kernel when the four gate masks
+    are equal: same outputs, states and parameter gradients."""
+    layer, x, state = _layer_inputs(gate_bias)
+    B, H = state[0].shape
+    in_mask = (torch.rand(B, 1, H, dtype=torch.double) < 0.7).double() / 0.7
+    h_mask = (torch.rand(B, H, dtype=torch.double) < 0.7).double() / 0.7
+    w = torch.randn(x.shape[0], B, H, dtype=torch.double)
+
+    def run(per_gate):
+        layer.zero_grad()
+        if per_gate:
+            out, (h, c) = layer(x, state, h_mask.unsqueeze(1).expand(-1, 4, -1), in_mask.expand(-1, 4, -1))
+        else:
+            out, (h, c) = layer(x * in_mask[:, 0], state, h_mask)
+        ((out * w).sum() + c.sum()).backward()
+        return [out.detach(), h.detach(), c.detach()] + [p.grad.clone() for p in layer.parameters()]
+
+    for a, b in zip(run(True), run(False)):
+        torch.testing.assert_close(a, b)
+
+
+def test_tf_gate_bias_is_one_zero_vector_per_layer_and_counts_once():
+    model = LSTMLM(ModelConfig(vocab_size=10000, hidden_size=200, gate_bias="tf"))
+    names = [n for n, _ in model.named_parameters() if "bias" in n and n.startswith("layers")]
+    assert names == ["layers.0.bias", "layers.1.bias"]
+    assert all(float(model.layers[i].bias.detach().abs().max()) == 0 for i in range(2))
+    torch_form = LSTMLM(ModelConfig(vocab_size=10000, hidden_size=200, gate_bias="torch"))
+    assert torch_form.num_parameters() - model.num_parameters() == 2 * 4 * 200  # one bias vector per layer
+    assert round(model.num_parameters() / 1e6, 2) == 4.65
+
+
+def test_per_gate_variational_masks_differ_across_gates_and_stay_fixed_over_time():
+    torch.manual_seed(4)
+    model = LSTMLM(ModelConfig(vocab_size=30, hidden_size=6, dropout="variational", dropout_input=0.5,
+                               dropout_hidden=0.5))
+    model.train()
+    _, ins, rec, _ = model._masks(torch.zeros(7, 5, dtype=torch.long), torch.zeros(7, 5, 6))
+    for m in ins + rec:
+        assert m.shape == (5, 4, 6)
+        assert not all(torch.equal(m[:, 0], m[:, k]) for k in range(1, 4))
+    shared = LSTMLM(ModelConfig(vocab_size=30, hidden_size=6, dropout="variational", dropout_input=0.5,
+                                dropout_hidden=0.5, variational_masks="shared"))
+    _, ins, rec, _ = shared._masks(torch.zeros(7, 5, dtype=torch.long), torch.zeros(7, 5, 6))
+    assert all(m.shape == (5, 6) for m in ins + rec)
+
+
+def test_inan_embedding_output_is_not_dropped_unless_asked():
+    cfg = dict(vocab_size=30, hidden_size=6, dropout="inan", dropout_rate=0.5)
+    ids, emb = torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4, 6)
+    _, ins, rec, out = LSTMLM(ModelConfig(**cfg))._masks(ids, emb)
+    assert ins[0] is None and ins[1] is rec[0] and out is rec[1]
+    _, ins, _, _ = LSTMLM(ModelConfig(**cfg, embedding_dropout=True))._masks(ids, emb)
+    assert ins[0] is not None and ins[0].shape == (4, 6)
 
 
 def test_fused_output_nll_matches_cross_entropy():
@@ -133,9 +200,9 @@ def _captured_inputs(model, inputs):
     for layer in model.layers:
         orig = layer.forward
 
-        def spy(x, state, h_mask=None, _orig=orig):
+        def spy(x, state, h_mask=None, in_mask=None, _orig=orig):
             seen.append((x.detach().clone(), None if h_mask is None else h_mask.clone()))
-            return _orig(x, state, h_mask)
+            return _orig(x, state, h_mask, in_mask)
         layer.forward = spy
     model.train()
     features, _ = model(inputs, model.init_hidden(inputs.shape[1]))
@@ -151,7 +218,8 @@ def _constant_embedding_model(**cfg):
 
 def test_variational_masks_constant_over_time_and_different_across_sequences():
     torch.manual_seed(3)
-    model = _constant_embedding_model(dropout="variational", dropout_input=0.5, dropout_hidden=0.4)
+    model = _constant_embedding_model(dropout="variational", dropout_input=0.5, dropout_hidden=0.4,
+                                      variational_masks="shared")
     inputs = torch.randint(0, 30, (7, 4))
     ((x0, hmask0), (_, hmask1)), _ = _captured_inputs(model, inputs)
     # the input mask of layer 1 (embedding output) is the same at every time step ...
@@ -183,8 +251,8 @@ def test_inan_recurrent_mask_is_shared_with_next_layer_input():
     seen = []
     orig = model.layers[0].forward
 
-    def spy0(x, state, h_mask=None):
-        out, st = orig(x, state, h_mask)
+    def spy0(x, state, h_mask=None, in_mask=None):
+        out, st = orig(x, state, h_mask, in_mask)
         seen.append((out.detach().clone(), h_mask.clone()))
         return out, st
     model.layers[0].forward = spy0
@@ -192,7 +260,7 @@ def test_inan_recurrent_mask_is_shared_with_next_layer_input():
     out0, hmask0 = seen[0]
     x1 = captured[1][0]
     torch.testing.assert_close(x1, out0 * hmask0)
-    assert torch.equal(captured[0][0], captured[0][0][:1].expand_as(captured[0][0]))  # input mask per sequence
+    assert torch.equal(captured[0][0], torch.ones_like(captured[0][0]))  # no dropout on the embedding layer
 
 
 def test_zaremba_masks_change_over_time_and_eval_has_no_dropout():
@@ -208,13 +276,3 @@ def test_zaremba_masks_change_over_time_and_eval_has_no_dropout():
 
 
 # ------------------------------------------------------------------ config
-def test_cell_settings_precedence_and_ablation_syntax():
-    assert parse_cell("small_wt_pr@pr_lambda=0.05@seed=3") == ("small_wt_pr", {"pr_lambda": 0.05, "seed": 3})
-    s = cell_settings("small_wt_pr@pr_lambda=0.05", {"pr_lambda": 0.2, "epochs": 2}, seed=7)
-    assert s == {"size": "small", "tying": "tied", "projection": True, "pr_lambda": 0.05, "epochs": 2, "seed": 7}
-    model, train = resolve(s, vocab_size=10000)
-    assert model.tying == "tied" and model.projection and train.pr_lambda == 0.05 and train.bptt == 20
-    with pytest.raises(ReplicateError, match="bad cell override"):
-        parse_cell("small@lamda=1")
-    with pytest.raises(ReplicateError, match="unknown Press & Wolf cell"):
-        parse_cell("tiny")

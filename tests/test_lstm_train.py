@@ -29,10 +29,10 @@ def _trainer(model_kw=None, train_kw=None, **kw):
 
 
 @pytest.mark.parametrize("size, expected", [
-    ("small", [1, 1, 1, 1, 0.5, 0.25]),
-    ("medium", [1] * 6 + [1 / 1.2, 1 / 1.2 ** 2]),
-    ("large", [1] * 14 + [1 / 1.15]),
-    ("large_bd", [1] * 10 + [1 / 1.15, 1 / 1.15 ** 2]),
+    ("small", [1, 1, 1, 1, 1, 0.5, 0.25]),  # TF r0.8: lr_decay ** max(i - max_epoch, 0), 0-based i
+    ("medium", [1] * 7 + [1 / 1.2, 1 / 1.2 ** 2]),
+    ("large", [1] * 15 + [1 / 1.15]),
+    ("large_bd", [1] * 11 + [1 / 1.15, 1 / 1.15 ** 2]),  # Lua: decay once epoch > max_epoch has ended
 ])
 def test_lr_schedule_per_size(size, expected):
     _, cfg = resolve({"size": size}, vocab_size=V)
@@ -55,9 +55,22 @@ def test_loss_is_sum_over_steps_of_batch_mean_nll():
     torch.testing.assert_close(mean_nll, torch.stack(per_step).mean().detach())
 
 
-@pytest.mark.parametrize("form", ["paper", "code"])
+def test_later_schedule_holds_lr_for_max_epoch_epochs():
+    _, cfg = resolve({"size": "small", "schedule": "later"}, vocab_size=V)
+    assert [lr_at(cfg, e) for e in range(6)] == pytest.approx([1, 1, 1, 1, 0.5, 0.25])
+
+
+@pytest.mark.parametrize("form, default_lambda", [("authors_code", 1 / 6.5), ("squared", 0.15), ("unsquared", 0.15)])
+def test_pr_forms_default_lambda(form, default_lambda):
+    assert TrainConfig(pr_form=form).pr_lambda == default_lambda
+    assert TrainConfig().pr_form == "authors_code"
+    with pytest.raises(ReplicateError, match="pr_form"):
+        TrainConfig(pr_form="paper")
+
+
+@pytest.mark.parametrize("form", ["authors_code", "squared", "unsquared"])
 def test_projection_regularisation_term(form):
-    tr = _trainer({"projection": True}, {"pr_lambda": 0.15, "pr_form": form})
+    tr = _trainer({"projection": True}, {"pr_form": form})
     x, y = tr.train_data[:5], tr.train_data[1:6]
     tr.hidden = tr.model.init_hidden(4)
     with_pr, nll = tr._loss(x, y)
@@ -65,7 +78,8 @@ def test_projection_regularisation_term(form):
     features, _ = tr.model(x, tr.hidden)
     plain = tr.model.nll(features, y) / 4
     p2 = tr.model.projection.weight.pow(2).sum()
-    expected = 0.15 * p2 if form == "paper" else p2 / 2 / (4 * 6.5)
+    # released TF script: tf.nn.l2_loss(proj) / (batch_size * 6.5), l2_loss = sum(P^2) / 2
+    expected = {"authors_code": p2 / 2 / (4 * 6.5), "squared": 0.15 * p2, "unsquared": 0.15 * p2.sqrt()}[form]
     torch.testing.assert_close(with_pr - plain, expected)
     torch.testing.assert_close(nll, (plain * 4 / 20).detach())  # reported NLL: CE alone
 
@@ -163,3 +177,29 @@ def test_one_epoch_equals_a_plain_pytorch_reference_loop():
     torch.testing.assert_close(model.layers[1].weight_hh, lstm.weight_hh_l1)
     assert not torch.equal(emb.weight, tr.model.embedding.weight.new_zeros(1))
     assert math.isfinite(tr.history[0]["train_ppl"])
+
+
+def test_weight_decay_is_applied_after_the_step_and_not_scaled_by_lr():
+    """Lua BD code: paramx:add(-lr, clipped grad); paramx:add(-weight_decay, paramx)."""
+    grads = {}
+
+    def grab(info):
+        grads.update({n: p.grad.clone() for n, p in info.model.named_parameters()})
+
+    tr = _trainer(train_kw={"weight_decay": 0.01, "lr": 0.5, "max_batches": 1}, on_step=grab)
+    before = {n: p.detach().clone() for n, p in tr.model.named_parameters()}
+    tr.train_epoch()
+    for n, p in tr.model.named_parameters():
+        torch.testing.assert_close(p.detach(), (before[n] - 0.5 * grads[n]) * (1 - 0.01))
+
+
+def test_valid_batch_size_evaluates_parallel_streams_like_the_reference_valid_run():
+    """TF r0.8 / Lua: valid runs with the training batch, every stream's state starting at zero."""
+    tr = _trainer(train_kw={"valid_batch_size": 4})
+    model = tr.model.eval()
+    data = batchify(tr.valid, 4)
+    with torch.no_grad():
+        features, _ = model(data[:-1], model.init_hidden(4))
+        expected = math.exp(float(model.nll(features, data[1:])) / data[1:].numel())
+    assert tr.evaluate(tr.valid, batch_size=4) == pytest.approx(expected, rel=1e-12)
+    assert tr.evaluate(tr.valid, batch_size=4) != pytest.approx(tr.evaluate(tr.valid), rel=1e-6)

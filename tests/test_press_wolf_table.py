@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from replicate import io as rio
-from replicate.lstm.table import write_table
+from replicate.press_wolf.table import write_table
 
 
 def _metrics(path, run, train, valid, test, params=4_653_200):

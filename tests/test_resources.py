@@ -11,7 +11,8 @@ import yaml
 
 from conftest import REPO_ROOT, run_snakemake
 from replicate import resources as res
-from replicate.lstm.config import CELLS, cell_settings, resolve
+from replicate.lstm.config import resolve
+from replicate.press_wolf.cells import CELLS, cell_settings
 
 SLURM_PROFILE = REPO_ROOT / "profiles" / "slurm" / "config.yaml"
 DEFAULT_PROFILE = REPO_ROOT / "profiles" / "default" / "config.yaml"

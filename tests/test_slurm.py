@@ -162,7 +162,8 @@ def _compare_results(slurm_dir: Path, local_dir: Path) -> list[str]:
 def test_smoke_subset_through_slurm_equals_local_run(local_slurm, tmp_path):
     from replicate import resources as res
     from replicate.data import load_corpus
-    from replicate.lstm.config import cell_settings, resolve
+    from replicate.lstm.config import resolve
+    from replicate.press_wolf.cells import cell_settings
 
     targets, cell, seed, overrides = _smoke_subset()
     local, wd = tmp_path / "local", tmp_path / "slurm"

@@ -37,7 +37,7 @@ def cmd_train(args) -> int:
     from replicate.analysis import embeddings as emb
     from replicate.analysis import scale
     from replicate.data import load_corpus
-    from replicate.lstm import train_run
+    from replicate.lstm.runner import train_run
     from replicate.lstm.config import resolve
     from replicate.lstm.model import LSTMLM
 

@@ -50,7 +50,7 @@ class UpdateTracker:
     """``on_step`` hook: per-row update counts and norms of every embedding matrix.
 
     Called after backward + clipping and before the SGD update; the update of parameter ``w`` is
-    ``-lr * (w.grad + weight_decay * w)``. ``every`` > 1 samples every n-th step (cheaper)."""
+    ``-(lr * (1 - wd) * w.grad + wd * w)`` (the engine's step). ``every`` > 1 samples every n-th step."""
 
     def __init__(self, vocab_size: int, every: int = 1):
         self.vocab_size, self.every = int(vocab_size), int(every)
@@ -71,10 +71,11 @@ class UpdateTracker:
         self.steps += 1
         for name, w in embedding_matrices(info.model).items():
             # direction = update / (-lr); a row moved iff it has a nonzero entry (exact, no norm underflow)
+            wd = info.weight_decay
             if w.grad is None:
                 direction = torch.zeros_like(w)
-            elif info.weight_decay:
-                direction = w.grad + info.weight_decay * w
+            elif wd and info.lr:
+                direction = (1 - wd) * w.grad + (wd / info.lr) * w
             else:
                 direction = w.grad
             moved = (direction != 0).any(dim=1) if info.lr != 0 else torch.zeros_like(w[:, 0], dtype=torch.bool)

@@ -31,7 +31,7 @@ from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss, subspace_experiment_loss
 from replicate.inan.subspace import subspace_distance
-from replicate.lstm.runner import MATH_MODULES as ENGINE_MATH_MODULES
+from replicate.lstm import MATH_MODULES as ENGINE_MATH_MODULES
 
 # Modules whose code decides a run's numbers (ours + the engine's): a finished seed is reused only
 # under the same code.

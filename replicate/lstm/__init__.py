@@ -1,18 +1,17 @@
-"""LSTM language models of Zaremba et al. 2014 / Press & Wolf 2017 / Inan et al. 2017 (PTB, WikiText-2).
+"""The shared LSTM language-model engine (Zaremba et al. 2014 / Press & Wolf 2017 / Inan et al. 2017).
 
-- ``config``: ModelConfig, TrainConfig, size presets, named cells, lr schedule.
+- ``config``: ModelConfig, TrainConfig, size presets, lr schedule.
 - ``model``: LSTMLM (tying untied | tied | tied_nobias; dropout none | zaremba | variational | inan; PR).
 - ``kernels``: fused LSTM-sequence and output-layer+NLL autograd functions (same math, faster).
 - ``train``: Trainer (reference protocol, checkpoint-resume, hooks), batchify, evaluation.
 - ``runner``: train_run(spec, corpus, out_dir) — one run with metrics.json + provenance.
-- ``table``: Press & Wolf tables beside the paper numbers; ``bench``: speed benchmark; ``cli``.
-See the README ("Press & Wolf 2017") for the protocol and the knobs.
+The math modules (config, kernels, model, train) are hashed into every checkpoint: a run resumes only
+under the code that started it. Experiments (``replicate.press_wolf``, ``replicate.inan``, the scale
+study) build on this package.
 """
 
-from replicate.lstm.config import CELLS, PRESETS, ModelConfig, TrainConfig, cell_settings, lr_at, parse_cell, resolve
-from replicate.lstm.model import LSTMLM
-from replicate.lstm.runner import build, train_run
-from replicate.lstm.train import StepInfo, Trainer, batchify
-
-__all__ = ["CELLS", "PRESETS", "ModelConfig", "TrainConfig", "cell_settings", "lr_at", "parse_cell", "resolve", "LSTMLM",
-           "build", "train_run", "StepInfo", "Trainer", "batchify"]
+# Importing this package loads nothing heavy (the workflow reads these lists when it builds the DAG).
+MATH_MODULES = ("lstm.config", "lstm.kernels", "lstm.model", "lstm.train")
+"""The engine's training math: its hash goes into every checkpoint and result (a run resumes only under it)."""
+RUN_MODULES = (*MATH_MODULES, "lstm.runner", "data", "devices")
+"""Everything a training job runs: the rules' code-version param (editing any of them reruns the job)."""

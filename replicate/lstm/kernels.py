@@ -82,11 +82,11 @@ def _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, w_hh
 
 class _LSTMSequence(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, h_mask):
+    def forward(ctx, x, h0, c0, w_ih, w_hh, bias, h_mask):
         T, B, _ = x.shape
         H = w_hh.shape[1]
         # gates[t] holds the pre-activations, then (in place) the activations i, f, g, o.
-        gates = torch.addmm(b_ih + b_hh, x.reshape(T * B, -1), w_ih.t()).view(T, B, 4 * H)
+        gates = torch.addmm(bias, x.reshape(T * B, -1), w_ih.t()).view(T, B, 4 * H)
         out = x.new_empty(T, B, H)
         cs = x.new_empty(T + 1, B, H)
         tanh_c = x.new_empty(T, B, H)
@@ -118,16 +118,17 @@ class _LSTMSequence(torch.autograd.Function):
         d_w_ih = flat.t().mm(x.reshape(T * B, -1))
         d_b = flat.sum(0)
         d_x = flat.mm(w_ih).view(T, B, -1)
-        return d_x, dh, dc, d_w_ih, d_w_hh, d_b, d_b.clone(), None  # separate bias grads
+        return d_x, dh, dc, d_w_ih, d_w_hh, d_b, None
 
 
-def lstm_sequence(x, h0, c0, w_ih, w_hh, b_ih, b_hh, h_mask=None):
-    """Run one LSTM layer over ``x`` [T, B, I] from state (h0, c0) [B, H].
+def lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask=None):
+    """Run one LSTM layer over ``x`` [T, B, I] from state (h0, c0) [B, H]; ``bias`` [4H] is added to
+    the gate pre-activations (the sum of nn.LSTM's two biases, or TF's single one).
 
     ``h_mask`` [B, H] (optional) multiplies the recurrent state h_{t-1} at every step (variational
     recurrent dropout; scaled masks). Returns (out [T, B, H] = h_1..h_T, c_T [B, H]).
     """
-    return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, b_ih, b_hh, h_mask)
+    return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, bias, h_mask)
 
 
 class _LinearNLL(torch.autograd.Function):

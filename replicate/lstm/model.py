@@ -10,9 +10,14 @@ Output layer variants (``tying``):
 
 Dropout variants: ``none``; ``zaremba`` (fresh masks per time step, non-recurrent connections);
 ``variational`` (Gal, P&W "BD": one mask per sequence for word types, layer inputs, recurrent state
-and output, four rates); ``inan`` (VD: one rate, per-sequence masks, the recurrent-state mask of a
-layer is also the mask of its output going up). All parameters start uniform(-init_scale, init_scale)
-(LSTM biases included, forget-gate bias 0 as in the reference code), initialised before any use.
+and output, four rates; layer-input and recurrent masks per gate, B x 4H, as Gal's released code, or
+one shared B x H mask); ``inan`` (VD: one rate, per-sequence masks, the recurrent-state mask of a
+layer is also the mask of its output going up; the embedding output unmasked unless
+``embedding_dropout``).
+
+Gate biases (``gate_bias``): ``tf`` = one bias per gate starting at 0 (TF BasicLSTMCell); ``torch`` =
+an input and a recurrent bias per gate (nn.Linear / nn.LSTM). Every other parameter starts
+uniform(-init_scale, init_scale); no forget-gate offset (as the reference code).
 """
 
 from __future__ import annotations
@@ -28,19 +33,49 @@ from replicate.lstm.kernels import linear_nll, lstm_sequence
 class LSTMLayer(nn.Module):
     """One LSTM layer over a sequence (nn.LSTM weight layout, gates i, f, g, o)."""
 
-    def __init__(self, input_size: int, hidden_size: int):
+    def __init__(self, input_size: int, hidden_size: int, gate_bias: str = "torch"):
         super().__init__()
         self.hidden_size = hidden_size
         self.weight_ih = nn.Parameter(torch.empty(4 * hidden_size, input_size))
         self.weight_hh = nn.Parameter(torch.empty(4 * hidden_size, hidden_size))
-        self.bias_ih = nn.Parameter(torch.empty(4 * hidden_size))
-        self.bias_hh = nn.Parameter(torch.empty(4 * hidden_size))
+        if gate_bias == "tf":
+            self.bias = nn.Parameter(torch.empty(4 * hidden_size))
+        else:
+            self.bias_ih = nn.Parameter(torch.empty(4 * hidden_size))
+            self.bias_hh = nn.Parameter(torch.empty(4 * hidden_size))
 
-    def forward(self, x, state, h_mask=None):
-        """x [T, B, I], state (h, c) [B, H] -> (out [T, B, H], (h_T, c_T))."""
+    def gate_bias(self):
+        """The bias added to the gate pre-activations (the sum of both in the torch form)."""
+        return self.bias if hasattr(self, "bias") else self.bias_ih + self.bias_hh
+
+    def forward(self, x, state, h_mask=None, in_mask=None):
+        """x [T, B, I], state (h, c) [B, H] -> (out [T, B, H], (h_T, c_T)).
+
+        ``h_mask`` [B, H] multiplies h_{t-1} at every step. Per-gate masks (``in_mask`` [B, 4, I] on x and
+        ``h_mask`` [B, 4, H]) give every gate its own dropped copy of x and h_{t-1}."""
         h0, c0 = state
-        out, c_n = lstm_sequence(x, h0, c0, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh, h_mask)
-        return out, (out[-1], c_n)
+        if in_mask is None and (h_mask is None or h_mask.dim() == 2):
+            out, c_n = lstm_sequence(x, h0, c0, self.weight_ih, self.weight_hh, self.gate_bias(), h_mask)
+            return out, (out[-1], c_n)
+        return self._per_gate(x, h0, c0, in_mask, h_mask)
+
+    def _per_gate(self, x, h, c, in_mask, h_mask):
+        """Plain-autograd recurrence with one input and one recurrent mask per gate (Gal's LSTM)."""
+        H = self.hidden_size
+        w_ih = self.weight_ih.view(4, H, -1)
+        w_hh = self.weight_hh.view(4, H, H)
+        xs = x.unsqueeze(2) if in_mask is None else x.unsqueeze(2) * in_mask  # [T, B, 4 or 1, I]
+        pre = torch.einsum("tbki,kgi->tbkg", xs.expand(-1, -1, 4, -1), w_ih) + self.gate_bias().view(4, H)
+        outs = []
+        for t in range(x.shape[0]):
+            hs = h.unsqueeze(1).expand(-1, 4, -1) if h_mask is None else h.unsqueeze(1) * h_mask.view(-1, 4, H)
+            gates = pre[t] + torch.einsum("bkh,kgh->bkg", hs, w_hh)
+            i, f, g, o = gates.unbind(1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            outs.append(h)
+        out = torch.stack(outs)
+        return out, (h, c)
 
 
 def _mask(like: torch.Tensor, shape, p: float):
@@ -60,12 +95,15 @@ class LSTMLM(nn.Module):
         self.cfg = cfg
         V, H = cfg.vocab_size, cfg.hidden_size
         self.embedding = nn.Embedding(V, H)
-        self.layers = nn.ModuleList(LSTMLayer(H, H) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(LSTMLayer(H, H, cfg.gate_bias) for _ in range(cfg.num_layers))
         self.projection = nn.Linear(H, H) if cfg.projection else None
         self.decoder_weight = nn.Parameter(torch.empty(V, H)) if cfg.tying == "untied" else None
         self.decoder_bias = nn.Parameter(torch.empty(V)) if cfg.tying != "tied_nobias" else None
         for p in self.parameters():  # a shared tensor appears once: initialised once
             nn.init.uniform_(p, -cfg.init_scale, cfg.init_scale)
+        if cfg.gate_bias == "tf":
+            for layer in self.layers:
+                nn.init.zeros_(layer.bias)
 
     # ----------------------------------------------------------------- output layer
     @property
@@ -87,9 +125,14 @@ class LSTMLM(nn.Module):
             return linear_nll(flat, self.output_weight, self.output_bias, tgt)
         return F.cross_entropy(self.logits(flat), tgt, reduction="sum")
 
-    def pr_penalty(self):
-        """||P||_F^2 of the PR projection weight (0 without projection)."""
-        return self.projection.weight.pow(2).sum() if self.projection is not None else 0.0
+    def pr_penalty(self, form: str, lam: float, batch_size: int):
+        """The PR term of one window's cost (config.PR_FORMS); 0 without projection."""
+        if self.projection is None:
+            return 0.0
+        sq = self.projection.weight.pow(2).sum()
+        if form == "authors_code":
+            return lam * sq / 2 / batch_size
+        return lam * (sq if form == "squared" else sq.sqrt())
 
     # ----------------------------------------------------------------- recurrence
     def init_hidden(self, batch_size: int):
@@ -109,12 +152,14 @@ class LSTMLM(nn.Module):
             if cfg.dropout_word > 0:  # one keep/drop decision per (sequence, word type)
                 table = _mask(emb, (B, cfg.vocab_size), cfg.dropout_word)
                 word = table.gather(1, inputs.t()).t().unsqueeze(-1)  # [T, B, 1]
-            ins = [_mask(emb, (B, H), cfg.dropout_input) for _ in range(L)]
-            rec = [_mask(emb, (B, H), cfg.dropout_hidden) for _ in range(L)]
+            shape = (B, 4, H) if cfg.variational_masks == "per_gate" else (B, H)
+            ins = [_mask(emb, shape, cfg.dropout_input) for _ in range(L)]
+            rec = [_mask(emb, shape, cfg.dropout_hidden) for _ in range(L)]
             return word, ins, rec, _mask(emb, (B, H), cfg.dropout_output)
         # inan: the mask of layer l's state is also the mask of its output (input of l+1 / softmax)
         rec = [_mask(emb, (B, H), cfg.dropout_rate) for _ in range(L)]
-        return None, [_mask(emb, (B, H), cfg.dropout_rate)] + rec[:-1], rec, rec[-1]
+        first = _mask(emb, (B, H), cfg.dropout_rate) if cfg.embedding_dropout else None
+        return None, [first] + rec[:-1], rec, rec[-1]
 
     def forward(self, inputs, hidden):
         """inputs [T, B] token ids, hidden from init_hidden -> (features [T, B, H], new hidden)."""
@@ -128,8 +173,12 @@ class LSTMLM(nn.Module):
         x = _apply(x, word)
         new_hidden = []
         for layer, state, in_mask, h_mask in zip(self.layers, hidden, ins, rec):
-            x = F.dropout(x, zaremba) if zaremba else _apply(x, in_mask)
-            x, state = layer(x, state, h_mask)
+            gate_mask = in_mask if in_mask is not None and in_mask.dim() == 3 else None
+            if zaremba:
+                x = F.dropout(x, zaremba)
+            elif gate_mask is None:
+                x = _apply(x, in_mask)
+            x, state = layer(x, state, h_mask, gate_mask)
             new_hidden.append(state)
         x = F.dropout(x, zaremba) if zaremba else _apply(x, out_mask)
         if self.projection is not None:

@@ -13,11 +13,11 @@ from typing import Any
 
 from replicate import devices, provenance
 from replicate import io as rio
+from replicate.lstm import MATH_MODULES
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, seed_everything
 
-MATH_MODULES = ("lstm.config", "lstm.kernels", "lstm.model", "lstm.train")
 # settings that do not change the trained weights: a checkpoint stays valid when they change
 NOT_MATH = ("checkpoint_minutes", "log_every", "eval_window", "eval_max_tokens")
 

@@ -1,10 +1,12 @@
 """Training and evaluation exactly as the reference code (Zaremba's TF PTB tutorial / Torch code).
 
 Per batch the loss minimised is the SUM over the unrolled steps of the batch-MEAN token NLL
-(total NLL / batch size), plus the PR term and an optional extra loss; plain SGD (weight decay
-added to the gradient), global-norm clipping, per-epoch lr schedule (``config.lr_at``). The hidden
+(total NLL / batch size), plus the PR term and an optional extra loss; global-norm clipping of
+the whole gradient, plain SGD, then weight decay as the Lua BD code (p <- p * (1 - wd), not scaled
+by lr); per-epoch lr schedule (``config.lr_at``). The hidden
 state starts at zero every epoch and every evaluation and is carried (detached) across windows.
-Evaluation: batch size 1, the whole split as one stream, long windows, no dropout.
+Evaluation: no dropout, long windows, hidden state carried from zero; the split as ``valid_batch_size``
+streams for valid and clean train (the reference scripts: the training batch) and as one stream for test.
 
 The trainer checkpoints atomically at every epoch end and every ``checkpoint_minutes`` (model,
 lr, RNG states, carried hidden state, position inside the epoch, running sums, history, callback
@@ -46,7 +48,7 @@ def num_windows(rows: int, bptt: int) -> int:
 
 @dataclasses.dataclass
 class StepInfo:
-    """What ``on_step`` sees: gradients are in ``p.grad``, the update is ``-lr * (grad + wd * p)``."""
+    """What ``on_step`` sees: gradients are in ``p.grad``; the step is ``p <- (p - lr * grad) * (1 - wd)``."""
 
     model: LSTMLM
     inputs: torch.Tensor
@@ -74,6 +76,19 @@ def _set_rng_state(state: dict) -> None:
     np.random.set_state((kind, keys.numpy().astype(np.uint32), *rest))
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
+
+
+@torch.no_grad()
+def clip_global_norm_(params, max_norm: float) -> float:
+    """Scale all gradients by max_norm / max(norm, max_norm), as TF clip_by_global_norm and the Torch/Lua
+    reference code. Unlike torch.nn.utils.clip_grad_norm_: no 1e-6 added to the norm, and the norm is a
+    cascade sum of squares (float32 vector_norm over a 10k x 200 gradient is off by ~1e-4 relative,
+    which moves every clipped step by that much)."""
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = math.sqrt(sum(float(g.pow(2).sum()) for g in grads))
+    if norm > max_norm:
+        torch._foreach_mul_(grads, max_norm / norm)
+    return norm
 
 
 def seed_everything(seed: int) -> None:
@@ -202,11 +217,7 @@ class Trainer:
                                                     reduction="sum")
             loss = nll / B + T * self.extra_loss(logits, targets, features, self.model)
         if self.model.projection is not None:
-            pr = self.model.pr_penalty()
-            if self.cfg.pr_form == "paper":
-                loss = loss + self.cfg.pr_lambda * pr
-            else:  # released code: tf.nn.l2_loss(P) / (batch_size * 6.5)
-                loss = loss + pr / 2 / (self.cfg.batch_size * 6.5)
+            loss = loss + self.model.pr_penalty(self.cfg.pr_form, self.cfg.pr_lambda, B)
         return loss, nll.detach() / (T * B)
 
     def train_epoch(self) -> dict:
@@ -237,16 +248,16 @@ class Trainer:
                     f"{self.batch + 1}/{self.batches} (lr {lr:g}); {where}",
                     "lower the learning rate or the clip value, or check the data; rerunning resumes "
                     "from the last good checkpoint")
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip)
+            clip_global_norm_(params, cfg.clip)
             if self.on_step is not None:
                 self.on_step(StepInfo(model, inputs, targets, lr, cfg.weight_decay, e, self.batch, self.step))
             with torch.no_grad():
                 for p in params:
                     if p.grad is None:
                         continue
-                    if cfg.weight_decay:
-                        p.grad.add_(p, alpha=cfg.weight_decay)
                     p.add_(p.grad, alpha=-lr)
+                    if cfg.weight_decay:  # the Lua BD code: paramx:add(-weight_decay, paramx) after the step
+                        p.mul_(1 - cfg.weight_decay)
             self.sums["nll"] += mean_nll
             self.sums["steps"] += 1
             self.batch += 1
@@ -264,7 +275,7 @@ class Trainer:
                   "valid_ppl": None, "seconds": self.sums["seconds"],
                   "tokens_per_s": self.sums["steps"] * tokens_per_batch / max(self.sums["seconds"], 1e-9)}
         t0 = time.perf_counter()
-        record["valid_ppl"] = self.evaluate(self.valid)
+        record["valid_ppl"] = self.evaluate(self.valid, batch_size=cfg.valid_batch_size)
         record["eval_seconds"] = time.perf_counter() - t0
         self.log(f"[{self.name}] epoch {e}/{cfg.epochs} lr {lr:.4g} train ppl {record['train_ppl']:.2f} "
                  f"valid ppl {record['valid_ppl']:.2f} ({record['seconds']:.0f} s, "
@@ -294,17 +305,18 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     @torch.no_grad()
-    def evaluate(self, tokens: torch.Tensor, max_tokens: int | None = None) -> float:
-        """Perplexity of ``tokens`` as one stream (batch size ``eval_batch_size``, default 1), hidden
-        state from zero, no dropout, windows of ``eval_window`` steps (the last one partial)."""
+    def evaluate(self, tokens: torch.Tensor, max_tokens: int | None = None, batch_size: int | None = None) -> float:
+        """Perplexity of ``tokens`` as ``batch_size`` streams (default ``eval_batch_size``: one stream),
+        hidden state from zero, no dropout, windows of ``eval_window`` steps (the last one partial)."""
         cfg, model = self.cfg, self.model
+        batch_size = cfg.eval_batch_size if batch_size is None else batch_size
         max_tokens = cfg.eval_max_tokens if max_tokens is None else max_tokens
         if max_tokens is not None:
             tokens = tokens[:max_tokens]
-        data = batchify(tokens, cfg.eval_batch_size).to(self.device)
+        data = batchify(tokens, batch_size).to(self.device)
         was_training = model.training
         model.eval()
-        hidden = model.init_hidden(cfg.eval_batch_size)
+        hidden = model.init_hidden(batch_size)
         total, count = 0.0, 0
         for i in range(0, data.shape[0] - 1, cfg.eval_window):
             inputs = data[i: min(i + cfg.eval_window, data.shape[0] - 1)]
@@ -316,12 +328,13 @@ class Trainer:
         return math.exp(total / count)
 
     def final_metrics(self) -> dict:
-        """Perplexities after training: running train ppl of the last epoch (what the reference code
-        and the papers' tables report), clean train / valid / test (no dropout, batch 1)."""
+        """Perplexities after training: running train ppl of the last epoch (what the TF scripts print and
+        Table 6 reports), clean train (no dropout; what the Lua BD scripts print as "Final train set
+        perplexity") and valid at ``valid_batch_size`` streams, test at ``eval_batch_size``."""
         last = self.history[-1] if self.history else {}
         out = {"epochs_completed": self.epoch, "train_ppl": last.get("train_ppl"),
-               "train_clean_ppl": self.evaluate(self.train_tokens),
-               "valid_ppl": self.evaluate(self.valid),
+               "train_clean_ppl": self.evaluate(self.train_tokens, batch_size=self.cfg.valid_batch_size),
+               "valid_ppl": self.evaluate(self.valid, batch_size=self.cfg.valid_batch_size),
                "test_ppl": self.evaluate(self.test) if self.test is not None else None,
                "num_parameters": self.model.num_parameters(),
                "train_tokens_per_s": (sum(r["seconds"] * r["tokens_per_s"] for r in self.history)

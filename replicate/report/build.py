@@ -171,7 +171,7 @@ def section_summary(ctx: Context) -> list:
 
 def _pw_protocol(res: Results) -> list:
     """What the runs changed relative to each cell's paper settings (from metrics.json settings)."""
-    from replicate.lstm.config import CELLS, parse_cell
+    from replicate.press_wolf.cells import CELLS, parse_cell
 
     changes: dict[str, set] = {}
     for path in sorted(res.root.glob("press_wolf/*/seed*/metrics.json")):

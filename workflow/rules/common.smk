@@ -3,6 +3,7 @@ import json
 import os
 import sys
 
+from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.provenance import source_hash
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works

@@ -6,7 +6,7 @@ INAN = config["inan"]
 INAN_T1 = INAN["table1"]
 INAN_AB = INAN["ablation"]
 INAN_SUB = INAN["subspace"]
-INAN_CODE = ("inan", "lstm.config", "lstm.kernels", "lstm.model", "lstm.train", "lstm.runner", "data", "devices")
+INAN_CODE = ("inan", *LSTM_RUN_MODULES)
 
 INAN_TABLE1_RUNS = expand("results/inan/table1/{dataset}/{size}_{variant}/metrics.json",
                           dataset=INAN_T1["datasets"], size=INAN_T1["sizes"], variant=INAN_T1["variants"])

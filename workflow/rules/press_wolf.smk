@@ -19,8 +19,7 @@ rule press_wolf_train:
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         tf32="--allow-tf32" if config["allow_tf32"] else "",
-        code=code_version("lstm.config", "lstm.kernels", "lstm.model", "lstm.train", "lstm.runner", "data",
-                          "devices"),
+        code=code_version(*LSTM_RUN_MODULES),
     threads: PW["threads"]
     resources:
         # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
@@ -48,7 +47,7 @@ rule press_wolf_table:
         table="table5|table6",
     params:
         protocol=config["protocol"],
-        code=code_version("lstm.table"),
+        code=code_version("press_wolf.table"),
     log:
         "results/logs/press_wolf/table_{table}.log",
     shell:

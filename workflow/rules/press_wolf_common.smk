@@ -1,5 +1,5 @@
 # Press & Wolf: config view, target list and run-spec functions used by press_wolf.smk.
-from replicate.lstm.config import cell_settings
+from replicate.press_wolf.cells import cell_settings
 
 PW = config["press_wolf"]
 PW_RUNS = expand("results/press_wolf/{cell}/seed{seed}/metrics.json", cell=PW["cells"] + PW["ablations"],

@@ -16,8 +16,7 @@ SC_TF_RUNS = (
     if SC["enabled"] and SC_TF["enabled"] else []
 )
 # What a training job depends on (table/figure settings stay out: editing them retrains nothing).
-SC_LSTM_CODE = code_version("analysis.embeddings", "analysis.scale", "analysis.cli", "lstm.config", "lstm.kernels",
-                            "lstm.model", "lstm.train", "lstm.runner", "data", "devices")
+SC_LSTM_CODE = code_version("analysis.embeddings", "analysis.scale", "analysis.cli", *LSTM_RUN_MODULES)
 
 
 localrules:

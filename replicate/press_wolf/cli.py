@@ -18,14 +18,14 @@ def _train(args) -> int:
 
 
 def _table(args) -> int:
-    from replicate.lstm.table import write_table
+    from replicate.press_wolf.table import write_table
 
     write_table(args.metrics, args.paper, args.out, protocol=args.protocol, table=args.name)
     return 0
 
 
 def _bench(args) -> int:
-    from replicate.lstm.bench import main as bench_main
+    from replicate.press_wolf.bench import main as bench_main
 
     return bench_main(args)
 

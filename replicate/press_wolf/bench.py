@@ -76,7 +76,7 @@ def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: in
 
 def ours_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2) -> float:
     """Our Trainer (fused kernels): one warm-up epoch of ``warmup`` batches, then a timed epoch."""
-    mcfg, tcfg = resolve({**settings, "epochs": 2, "log_every": 10**9}, vocab)
+    mcfg, tcfg = resolve({**settings, "epochs": 2, "log_every": 10**9, "valid_batch_size": 1}, vocab)
     torch.manual_seed(0)
     trainer = Trainer(LSTMLM(mcfg), tcfg, data, data[:3], log=lambda s: None)
     trainer.batches = warmup
