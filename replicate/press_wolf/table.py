@@ -1,4 +1,12 @@
-"""Press & Wolf tables: our perplexities (mean over seeds) beside the paper's, with differences."""
+"""Press & Wolf tables: our perplexities (mean over seeds) beside the paper's, with differences.
+
+Train perplexity comes in two forms: ``train_ours`` is the RUNNING train perplexity of the last epoch
+(the mean NLL over the epoch's batches, dropout on, weights moving), which the TF scripts print and
+Table 6 reports; ``train_clean_ours`` is the clean train perplexity after training (no dropout, fixed
+weights, the valid batch), which the Lua BD scripts print as "Final train set perplexity" and which
+Table 5's BD rows report (24.3 / 28.2 are far below those runs' running train perplexity, ~77 in Gal's
+published log). The protocol columns record each cell's schedule, gate biases and PR penalty.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +26,14 @@ def collect(metrics_paths: list[str | Path]):
     for path in metrics_paths:
         m = rio.read_json(path)
         cell, _, seed = m["run"].rpartition("/seed")
+        model, train = m["resolved"]["model"], m["resolved"]["train"]
         rows.append({"cell": cell, "seed": int(seed), "train": m["train_ppl"], "train_clean": m["train_clean_ppl"],
                      "valid": m["valid_ppl"], "test": m["test_ppl"], "params_m": m["num_parameters"] / 1e6,
-                     "epochs": m["epochs_completed"]})
+                     "epochs": m["epochs_completed"], "schedule": train.get("schedule"),
+                     "gate_bias": model.get("gate_bias"),
+                     "pr_form": train.get("pr_form") if model.get("projection") else "",
+                     "pr_lambda": train.get("pr_lambda") if model.get("projection") else None,
+                     "code_version": m.get("code_version")})
     return pd.DataFrame(rows)
 
 
@@ -32,7 +45,9 @@ def build_table(runs, paper, protocol: str):
     agg = runs.groupby("cell", sort=False).agg(
         n_seeds=("seed", "count"), epochs=("epochs", "first"), params_m_ours=("params_m", "first"),
         train_ours=("train", "mean"), train_clean_ours=("train_clean", "mean"),
-        valid_ours=("valid", "mean"), test_ours=("test", "mean")).reset_index()
+        valid_ours=("valid", "mean"), test_ours=("test", "mean"), schedule=("schedule", "first"),
+        gate_bias=("gate_bias", "first"), pr_form=("pr_form", "first"), pr_lambda=("pr_lambda", "first"),
+        code_version=("code_version", "first")).reset_index()
     ref = paper.rename(columns={f"{k}_ppl": f"{k}_paper" for k in METRICS} | {"params_m": "params_m_paper"})
     table = agg.merge(ref, on="cell", how="left")
     for k in METRICS:
@@ -42,7 +57,7 @@ def build_table(runs, paper, protocol: str):
     cols = ["cell", "row", "protocol", "n_seeds", "epochs", "params_m_ours", "params_m_paper"]
     for k in METRICS:
         cols += [f"{k}_ours", f"{k}_paper", f"{k}_diff", f"{k}_rel_diff"]
-    cols += ["train_clean_ours", "source"]
+    cols += ["train_clean_ours", "schedule", "gate_bias", "pr_form", "pr_lambda", "code_version", "source"]
     table = table[cols]
     if missing:  # cells without a published row (e.g. medium_wt) keep empty paper columns
         table.loc[table["cell"].isin(missing), "source"] = "no published number"
