@@ -2,22 +2,23 @@
 
 ``fetch`` puts the raw text files of one data set into a folder; ``prepare`` turns
 them into a word-level vocabulary (``<eos>`` appended to every line) and token-id
-tensors. ``load_corpus`` is what training code uses.
+tensors. ``load_corpus`` is what training code uses. Downloads go through pooch.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import os
 import shutil
 import tarfile
-import urllib.error
-import urllib.request
+import tempfile
 import zipfile
 from collections import Counter
 from pathlib import Path
+from typing import Callable
+
+import pooch
 
 from replicate import io as rio
 from replicate.errors import ReplicateError
@@ -32,7 +33,7 @@ class Source:
     """One data set: its files (name -> sha256), and mirrors in the order they are tried."""
 
     name: str
-    folder: str  # sub-folder of a local data dir (laid out like ../shared/data)
+    folder: str  # sub-folder of a local data dir (ptb/, wikitext-2/)
     files: dict[str, str]  # split -> file name
     sha256: dict[str, str]  # file name -> sha256
     mirrors: tuple[tuple[str, str], ...]  # (kind, url); kind: "raw" (url + file name), "tgz", "zip"
@@ -69,8 +70,9 @@ DATASETS: dict[str, Source] = {
     ),
 }
 
-FIX_LOCAL = (f"put the files in a folder laid out like ../shared/data (ptb/, wikitext-2/) and set the "
+FIX_LOCAL = (f"put the files in a folder with the sub-folders ptb/ and wikitext-2/ and set the "
              f"config key data.local_dir or the environment variable {ENV_LOCAL_DIR} to it")
+DOWNLOAD_ERRORS = (OSError, tarfile.TarError, zipfile.BadZipFile, KeyError)  # requests' errors are OSErrors
 
 
 def source(name: str) -> Source:
@@ -96,9 +98,16 @@ def _verify(src: Source, fname: str, path: Path, origin: str) -> None:
         raise ReplicateError(
             f"checksum mismatch for {fname} from {origin}: sha256 {got} ({size} bytes), expected {want}; "
             "the file is corrupt, truncated or a different version",
-            f"replace it with the original file (sha256 in ../shared/data/README.md), or unset "
-            f"data.local_dir / {ENV_LOCAL_DIR} to download it",
+            f"replace it with the original file (sha256 {want}), or unset data.local_dir / "
+            f"{ENV_LOCAL_DIR} to download it",
         )
+
+
+def _install(src: Source, fname: str, out: Path, origin: str, write: Callable[[Path], None]) -> None:
+    """Write ``out/fname`` through a temporary file that is verified before the rename."""
+    with rio.atomic_path(out / fname) as tmp:
+        write(tmp)
+        _verify(src, fname, tmp, origin)
 
 
 def resolve_local_dir(config_dir: str | None) -> Path | None:
@@ -129,40 +138,28 @@ def _fetch_local(src: Source, local_dir: Path, out: Path) -> dict[str, str]:
                 f"copy {fname} into {folder}, or point data.local_dir / {ENV_LOCAL_DIR} to a folder "
                 f"that has {src.folder}/{fname} (or unset both to download)",
             )
-        with rio.atomic_path(out / fname) as tmp:
-            shutil.copyfile(path, tmp)
-            _verify(src, fname, tmp, str(path))
+        _install(src, fname, out, str(path), lambda tmp, path=path: shutil.copyfile(path, tmp))
         origins[fname] = str(path)
     return origins
 
 
-def _download(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (fixed https URLs)
-        return resp.read()
-
-
 def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
+    """Try the mirrors in order; a network failure or wrong bytes move on to the next one.
+    Files already in ``out`` with the right sha256 are kept (a wrong one is replaced)."""
+    present = [f for f in src.files.values() if (out / f).is_file() and sha256_of(out / f) == src.sha256[f]]
+    if len(present) == len(src.files):
+        return {f: str(out / f) for f in present}
+    downloader = pooch.HTTPDownloader(timeout=timeout, progressbar=False)
     errors = []
     for kind, url in src.mirrors:
         try:
-            blobs = _download_mirror(src, kind, url, timeout)
-        except (urllib.error.URLError, OSError, tarfile.TarError, zipfile.BadZipFile, KeyError) as exc:
+            if kind == "raw":
+                return _fetch_raw(src, url, out, downloader)
+            return _fetch_archive(src, kind, url, out, downloader)
+        except ReplicateError as exc:
+            errors.append(exc.cause)
+        except DOWNLOAD_ERRORS as exc:
             errors.append(f"{url}: {exc}")
-            continue
-        origins = {}
-        bad = None
-        for fname, data in blobs.items():
-            with rio.atomic_path(out / fname) as tmp:
-                tmp.write_bytes(data)
-                try:
-                    _verify(src, fname, tmp, url)
-                except ReplicateError as exc:
-                    bad = exc
-                    break
-            origins[fname] = url if kind != "raw" else url + fname
-        if bad is None:
-            return origins
-        errors.append(str(bad))
     raise ReplicateError(
         f"could not download {src.name} ({', '.join(src.files.values())}) from any mirror:\n    "
         + "\n    ".join(errors),
@@ -170,28 +167,51 @@ def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
     )
 
 
-def _download_mirror(src: Source, kind: str, url: str, timeout: float) -> dict[str, bytes]:
-    wanted = list(src.files.values())
-    if kind == "raw":
-        return {f: _download(url + f, timeout) for f in wanted}
-    archive = _download(url, timeout)
-    found: dict[str, bytes] = {}
-    if kind == "tgz":
-        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-            for member in tar.getmembers():
-                base = member.name.rsplit("/", 1)[-1]
-                if base in wanted and "/data/" in member.name:
-                    found[base] = tar.extractfile(member).read()
-    else:
-        with zipfile.ZipFile(io.BytesIO(archive)) as zf:
-            for member in zf.namelist():
-                base = member.rsplit("/", 1)[-1]
-                if base in wanted:
-                    found[base] = zf.read(member)
-    missing = set(wanted) - set(found)
+def _fetch_raw(src: Source, url: str, out: Path, downloader) -> dict[str, str]:
+    """Each file from ``url`` + its name. pooch streams it to a temporary file in ``out``, checks the
+    sha256 and only then moves it into place; an existing file is re-downloaded unless its sha256 matches."""
+    origins = {}
+    for fname in src.files.values():
+        origin = url + fname
+        try:
+            pooch.retrieve(origin, known_hash=f"sha256:{src.sha256[fname]}", fname=fname, path=out,
+                           downloader=downloader)
+        except ValueError as exc:  # pooch: checksum mismatch (the download is deleted)
+            raise ReplicateError(f"checksum mismatch for {fname} from {origin}: {exc}") from exc
+        origins[fname] = origin
+    return origins
+
+
+def _fetch_archive(src: Source, kind: str, url: str, out: Path, downloader) -> dict[str, str]:
+    """The wanted members of a .tgz / .zip archive, each verified. The archive's own sha256 is not
+    published, so pooch's downloader writes it to a fresh temporary folder (nothing cached, nothing
+    reused). Members are read by name rather than unpacked with pooch's Untar, which on Python < 3.12
+    extracts without tarfile's path filter."""
+    wanted = set(src.files.values())
+    with tempfile.TemporaryDirectory(prefix="replicate-download-") as tmp:
+        archive = str(Path(tmp) / "archive")
+        downloader(url, archive, None)
+        if kind == "tgz":
+            with tarfile.open(archive, mode="r:gz") as tar:
+                found = {m.name.rsplit("/", 1)[-1]: m for m in tar.getmembers()
+                         if m.isfile() and m.name.rsplit("/", 1)[-1] in wanted and "/data/" in m.name}
+                _check_members(wanted, found)
+                for fname, member in found.items():
+                    _install(src, fname, out, url,
+                             lambda t, m=member: t.write_bytes(tar.extractfile(m).read()))
+        else:
+            with zipfile.ZipFile(archive) as zf:
+                found = {n.rsplit("/", 1)[-1]: n for n in zf.namelist() if n.rsplit("/", 1)[-1] in wanted}
+                _check_members(wanted, found)
+                for fname, member in found.items():
+                    _install(src, fname, out, url, lambda t, m=member: t.write_bytes(zf.read(m)))
+    return {fname: url for fname in src.files.values()}
+
+
+def _check_members(wanted: set[str], found: dict) -> None:
+    missing = wanted - set(found)
     if missing:
         raise KeyError(f"archive lacks {sorted(missing)}")
-    return found
 
 
 # --------------------------------------------------------------------------- prepare

@@ -1,17 +1,20 @@
-"""Shared fixtures: paths, the shared data folder, and a Snakemake runner for end-to-end tests."""
+"""Shared fixtures: paths, the data folder, and a Snakemake runner for end-to-end tests."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pooch
 import pytest
 
+from replicate import data
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = (REPO_ROOT / ".." / "shared" / "data").resolve()
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
@@ -20,11 +23,31 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
-@pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not (SHARED_DATA / "ptb" / "ptb.train.txt").is_file():
-        pytest.fail(f"shared data not found at {SHARED_DATA}; tests need ../shared/data next to the repo")
-    return SHARED_DATA
+@functools.cache
+def data_dir() -> Path:
+    """The raw data sets: the folder in REPLICATE_DATA_DIR if set, otherwise the pipeline's own verified
+    download into the user cache folder (done once; later sessions find the verified files there)."""
+    if os.environ.get(data.ENV_LOCAL_DIR):
+        return Path(os.environ[data.ENV_LOCAL_DIR]).expanduser().resolve()
+    cache = Path(pooch.os_cache("replicate-tying")) / "data"
+    for name, src in data.DATASETS.items():
+        data.fetch(name, cache / src.folder)
+    return cache
+
+
+class _DataDir(os.PathLike):
+    """``data_dir()`` as a path that is resolved (and downloaded) only when used, not on import."""
+
+    def __fspath__(self) -> str:
+        return str(data_dir())
+
+
+SHARED_DATA = _DataDir()  # the old name, still imported by tests/test_slurm.py
+
+
+@pytest.fixture(scope="session", name="data_dir")
+def data_dir_fixture() -> Path:
+    return data_dir()
 
 
 def workflow_copy(dest: Path) -> Path:
@@ -42,9 +65,9 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
                   check: bool = True) -> subprocess.CompletedProcess:
     """Run the snakemake CLI of this interpreter's environment in ``cwd``."""
     full_env = dict(os.environ)
-    # A relative REPLICATE_DATA_DIR (the README's ../shared/data) is relative to where pytest started;
-    # make it absolute because Snakemake runs in a temporary copy of the workflow.
-    full_env["REPLICATE_DATA_DIR"] = str(Path(full_env.get("REPLICATE_DATA_DIR", SHARED_DATA)).resolve())
+    if data.ENV_LOCAL_DIR not in (env or {}):
+        # absolute: Snakemake runs in a temporary copy of the workflow
+        full_env[data.ENV_LOCAL_DIR] = str(data_dir())
     full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
     if env:
         full_env.update(env)

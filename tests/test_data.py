@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import http.server
+import io
 import shutil
-import urllib.error
+import socket
+import tarfile
+import threading
+import zipfile
 
 import pytest
 import torch
@@ -13,22 +19,22 @@ from replicate import data
 from replicate.errors import ReplicateError
 
 
-def _local_copy(shared_data, tmp_path, dataset="ptb"):
-    """A writable copy of one data set's folder, laid out like ../shared/data."""
+def _local_copy(data_dir, tmp_path, dataset="ptb"):
+    """A writable copy of one data set's folder, laid out like a local data folder."""
     folder = data.DATASETS[dataset].folder
     dest = tmp_path / "local"
-    shutil.copytree(shared_data / folder, dest / folder)
+    shutil.copytree(data_dir / folder, dest / folder)
     for f in (dest / folder).iterdir():
         f.chmod(0o644)
     return dest
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory, shared_data):
+def prepared(tmp_path_factory, data_dir):
     out = {}
     for name in ("ptb", "wikitext2"):
         d = tmp_path_factory.mktemp(name)
-        data.fetch(name, d / "raw", local_dir=shared_data)
+        data.fetch(name, d / "raw", local_dir=data_dir)
         stats = data.prepare(name, d / "raw", d / "corpus.pt", d / "stats.json")
         out[name] = (stats, data.load_corpus(d / "corpus.pt"))
     return out
@@ -49,25 +55,25 @@ def test_wikitext2_known_figures(prepared):
     assert int(corpus.test.max()) < 33_278
 
 
-def test_eos_after_every_line(prepared, shared_data):
+def test_eos_after_every_line(prepared, data_dir):
     _, corpus = prepared["ptb"]
-    lines = (shared_data / "ptb" / "ptb.valid.txt").read_text().splitlines()
+    lines = (data_dir / "ptb" / "ptb.valid.txt").read_text().splitlines()
     eos = corpus.vocab.index(data.EOS)
     assert int((corpus.valid == eos).sum()) == len(lines)
     first = lines[0].split()
     assert [corpus.vocab[i] for i in corpus.valid[: len(first) + 1]] == first + [data.EOS]
 
 
-def test_local_missing_file_names_file_and_fix(shared_data, tmp_path):
-    local = _local_copy(shared_data, tmp_path)
+def test_local_missing_file_names_file_and_fix(data_dir, tmp_path):
+    local = _local_copy(data_dir, tmp_path)
     (local / "ptb" / "ptb.valid.txt").unlink()
     with pytest.raises(ReplicateError) as err:
         data.fetch("ptb", tmp_path / "out", local_dir=local)
     assert "ptb.valid.txt" in str(err.value) and "REPLICATE_DATA_DIR" in str(err.value)
 
 
-def test_checksum_mismatch_leaves_nothing(shared_data, tmp_path):
-    local = _local_copy(shared_data, tmp_path)
+def test_checksum_mismatch_leaves_nothing(data_dir, tmp_path):
+    local = _local_copy(data_dir, tmp_path)
     with open(local / "ptb" / "ptb.test.txt", "a") as fh:
         fh.write("tampered\n")
     with pytest.raises(ReplicateError) as err:
@@ -77,8 +83,8 @@ def test_checksum_mismatch_leaves_nothing(shared_data, tmp_path):
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], "temp file left behind"
 
 
-def test_truncated_file_is_rejected(shared_data, tmp_path):
-    local = _local_copy(shared_data, tmp_path)
+def test_truncated_file_is_rejected(data_dir, tmp_path):
+    local = _local_copy(data_dir, tmp_path)
     path = local / "ptb" / "ptb.train.txt"
     path.write_bytes(path.read_bytes()[: 100_000])
     with pytest.raises(ReplicateError) as err:
@@ -86,40 +92,118 @@ def test_truncated_file_is_rejected(shared_data, tmp_path):
     assert "ptb.train.txt" in str(err.value) and "100000 bytes" in str(err.value)
 
 
-def test_prepare_rejects_corrupt_raw(shared_data, tmp_path):
-    data.fetch("ptb", tmp_path / "raw", local_dir=shared_data)
+def test_prepare_rejects_corrupt_raw(data_dir, tmp_path):
+    data.fetch("ptb", tmp_path / "raw", local_dir=data_dir)
     (tmp_path / "raw" / "ptb.valid.txt").write_text("oops\n")
     with pytest.raises(ReplicateError, match="checksum mismatch for ptb.valid.txt"):
         data.prepare("ptb", tmp_path / "raw", tmp_path / "c.pt", tmp_path / "s.json")
     assert not (tmp_path / "c.pt").exists()
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """A local HTTP server over ``tmp_path/"www"``; returns (folder, base URL)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=www))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield www, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _with_mirrors(monkeypatch, name, *mirrors):
+    src = dataclasses.replace(data.DATASETS[name], mirrors=mirrors)
+    monkeypatch.setitem(data.DATASETS, name, src)
+    return src
+
+
+def _only_verified_files(src, out):
+    """Nothing in ``out`` but files of ``src`` with the right sha256 (no temporary or partial file)."""
+    for p in out.iterdir():
+        assert p.name in src.sha256, f"unexpected file left behind: {p.name}"
+        assert data.sha256_of(p) == src.sha256[p.name], f"unverified file left at {p}"
+
+
 def test_no_network_names_files_and_local_option(tmp_path, monkeypatch):
-    def refuse(url, timeout):
-        raise urllib.error.URLError("Name or service not known")
-
-    monkeypatch.setattr(data, "_download", refuse)
+    """The real mirrors, with every connection refused (a proxy on a closed local port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(var, dead)
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
     with pytest.raises(ReplicateError) as err:
-        data.fetch("wikitext2", tmp_path / "out", local_dir=None)
+        data.fetch("wikitext2", tmp_path / "out", local_dir=None, timeout=5)
     msg = str(err.value)
-    assert "wiki.train.tokens" in msg and "wikitext.smerity.com" in msg
+    assert "wiki.train.tokens" in msg and "wikitext.smerity.com" in msg and "amazonaws.com" in msg
     assert "data.local_dir" in msg and "REPLICATE_DATA_DIR" in msg
+    assert not list((tmp_path / "out").iterdir())
 
 
-def test_download_of_wrong_bytes_is_rejected_then_next_mirror_used(shared_data, tmp_path, monkeypatch):
-    """First mirror serves garbage (rejected by sha256), the second serves the right files."""
-    good = {f: (shared_data / "ptb" / f).read_bytes() for f in data.DATASETS["ptb"].files.values()}
-    src = dataclasses.replace(data.DATASETS["ptb"], mirrors=(("raw", "http://bad/"), ("raw", "http://good/")))
-    monkeypatch.setitem(data.DATASETS, "ptb", src)
+def test_download_of_wrong_bytes_is_rejected_then_next_mirror_used(data_dir, tmp_path, monkeypatch, mirror):
+    """First mirror serves a truncated file and an HTML page, the second the right files."""
+    www, base = mirror
+    src = _with_mirrors(monkeypatch, "ptb", ("raw", base + "bad/"), ("raw", base + "good/"))
+    (www / "bad").mkdir()
+    shutil.copytree(data_dir / "ptb", www / "good")
+    (www / "bad" / "ptb.train.txt").write_bytes((data_dir / "ptb" / "ptb.train.txt").read_bytes()[:100_000])
+    for f in ("ptb.valid.txt", "ptb.test.txt"):
+        (www / "bad" / f).write_text("<html>not found</html>")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "ptb.valid.txt").write_text("half-written\n")  # a corrupt file from an earlier run is not reused
+    origins = data.fetch("ptb", out)
+    assert origins["ptb.train.txt"] == base + "good/ptb.train.txt"
+    assert sorted(p.name for p in out.iterdir()) == sorted(src.sha256)
+    _only_verified_files(src, out)
 
-    def fake(url, timeout):
-        name = url.rsplit("/", 1)[-1]
-        return b"<html>not found</html>" if url.startswith("http://bad/") else good[name]
 
-    monkeypatch.setattr(data, "_download", fake)
-    origins = data.fetch("ptb", tmp_path / "out")
-    assert origins["ptb.train.txt"] == "http://good/ptb.train.txt"
-    assert data.sha256_of(tmp_path / "out" / "ptb.train.txt") == src.sha256["ptb.train.txt"]
+def test_all_mirrors_wrong_leaves_no_file(data_dir, tmp_path, monkeypatch, mirror):
+    www, base = mirror
+    _with_mirrors(monkeypatch, "ptb", ("raw", base + "bad/"), ("raw", base + "missing/"))
+    (www / "bad").mkdir()
+    for f in data.DATASETS["ptb"].files.values():
+        (www / "bad" / f).write_text("<html>not found</html>")
+    with pytest.raises(ReplicateError) as err:
+        data.fetch("ptb", tmp_path / "out")
+    msg = str(err.value)
+    assert f"checksum mismatch for ptb.train.txt from {base}bad/ptb.train.txt" in msg
+    assert f"{base}missing/ptb.train.txt" in msg and "404" in msg
+    assert "data.local_dir" in msg and "REPLICATE_DATA_DIR" in msg
+    assert not list((tmp_path / "out").iterdir()), "nothing may be left at the final paths"
+
+
+def test_archive_mirrors(data_dir, tmp_path, monkeypatch, mirror):
+    """PTB from a .tgz (only members under data/ count), WikiText-2 from a .zip after a failing mirror."""
+    www, base = mirror
+    ptb = _with_mirrors(monkeypatch, "ptb", ("tgz", base + "simple-examples.tgz"))
+    with tarfile.open(www / "simple-examples.tgz", "w:gz") as tar:
+        decoy = b"not the data\n"
+        info = tarfile.TarInfo("simple-examples/models/ptb.train.txt")
+        info.size = len(decoy)
+        tar.addfile(info, io.BytesIO(decoy))
+        for f in ptb.files.values():
+            tar.add(data_dir / "ptb" / f, arcname=f"simple-examples/data/{f}")
+    wiki = _with_mirrors(monkeypatch, "wikitext2", ("zip", base + "gone.zip"), ("zip", base + "wikitext-2-v1.zip"))
+    with zipfile.ZipFile(www / "wikitext-2-v1.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in wiki.files.values():
+            zf.write(data_dir / "wikitext-2" / f, arcname=f"wikitext-2/{f}")
+    for name, src in (("ptb", ptb), ("wikitext2", wiki)):
+        out = tmp_path / name
+        origins = data.fetch(name, out)
+        assert set(origins.values()) == {src.mirrors[-1][1]}
+        assert sorted(p.name for p in out.iterdir()) == sorted(src.sha256)
+        _only_verified_files(src, out)
 
 
 def test_env_var_wins_over_config(monkeypatch, tmp_path):
