@@ -18,6 +18,7 @@ COMMANDS = {
     "press-wolf": ("replicate.press_wolf.cli", "Press & Wolf / Zaremba LSTM LMs: train, table, bench"),
     "inan": ("replicate.inan.cli", "Inan et al.: AL / RE / REAL Table 1, tau x alpha ablation, section 6.2"),
     "scale": ("replicate.analysis.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
+    "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
 }
 
 

@@ -9,3 +9,10 @@
   untied vs tied vs tied + output rescale; learning curves, gradient norms, loss spikes.
 - ``cli``: ``python -m replicate scale <train|transformer|embeddings|table|transformer-summary>``.
 """
+
+from replicate.lstm import MATH_MODULES as _ENGINE_MATH
+
+LSTM_RUN_MATH = (*_ENGINE_MATH, "analysis.embeddings")
+"""What a scale-study LSTM run computes with (engine + update/snapshot hooks): its summary's ``code_version``."""
+TRANSFORMER_RUN_MATH = ("analysis.transformer_train", "transformer.model", "transformer.theory")
+"""What a scale-study transformer run computes with: its summary's ``code_version``."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from replicate import io as rio
 from replicate import provenance
+from replicate.analysis import LSTM_RUN_MATH
 from replicate.errors import ReplicateError
 
 
@@ -74,6 +75,7 @@ def cmd_train(args) -> int:
         "final_valid_ppl": metrics["valid_ppl"], "best_valid_ppl": best, "best_epoch": best_epoch,
         "test_ppl": metrics["test_ppl"], "tokens_per_s": metrics["train_tokens_per_s"],
         "update_steps_tracked": tracker.steps, "settings": settings,
+        "code_version": provenance.source_hash(*LSTM_RUN_MATH),
         "provenance": provenance.collect(spec.get("config", spec), started, args.device),
     }
     per_word = tracker.per_word(counts_used, corpus.vocab)

@@ -24,6 +24,7 @@ import torch
 
 from replicate import devices, provenance
 from replicate import io as rio
+from replicate.analysis import TRANSFORMER_RUN_MATH
 from replicate.errors import ReplicateError
 
 VARIANTS = {"untied": dict(tied=False, rescale=False), "tied": dict(tied=True, rescale=False),
@@ -164,6 +165,7 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
         "loss_spikes": count_spikes(curve["train_loss"], spec["spike_window"], 1 + spec["spike_rel"]),
         "grad_spikes": count_spikes(gns, spec["spike_window"], spec["spike_grad_factor"]),
         "seconds": time.perf_counter() - t0,
+        "code_version": provenance.source_hash(*TRANSFORMER_RUN_MATH),
     }
     rio.write_csv(out_dir / "curve.csv", curve)
     rio.write_json(out_dir / "summary.json",

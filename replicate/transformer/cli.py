@@ -21,6 +21,7 @@ import pandas as pd
 from replicate import devices, provenance
 from replicate import io as rio
 from replicate.errors import ReplicateError
+from replicate.transformer import SWEEP_MODULES
 
 
 def _log(msg: str) -> None:
@@ -49,6 +50,7 @@ def cmd_sweep(args) -> int:
     rio.write_csv(args.out, frame)
     rio.write_json(f"{args.out}.provenance.json",
                    {"width": args.width, "seconds": time.perf_counter() - t0,
+                    "code_version": provenance.source_hash(*SWEEP_MODULES),
                     "provenance": provenance.collect(spec, started, str(device))})
     _log(f"d={args.width}: {len(frame)} rows in {time.perf_counter() - t0:.1f}s -> {args.out}")
     return 0
@@ -122,6 +124,7 @@ def cmd_memory(args) -> int:
               "rss_before_gib": rss_before / 2**30, "limit_gib": bench["limit_gib"],
               "within_limit": peak < limit, "seconds": seconds,
               "whole_model_fp32_gib": whole_fp32 / 2**30, "losses": results,
+              "code_version": provenance.source_hash(*SWEEP_MODULES),
               "provenance": provenance.collect(spec, started, "cpu")}
     rio.write_json(args.out, record)
     _log(f"streamed d={bench['width']} x {section['n_layers']} layers: peak RSS {peak / 2**30:.2f} GiB "

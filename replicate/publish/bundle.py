@@ -1,0 +1,162 @@
+"""Publish finished results into the tracked bundle: merge, rebuild the report, write the manifest,
+then swap the new bundle in by renaming (a reader sees the old bundle or the new one, never a mix)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replicate import io as rio
+from replicate import provenance
+from replicate.errors import ReplicateError
+from replicate.publish import checks
+from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
+
+MANIFEST = "MANIFEST.json"
+REPORT_MD, REPORT_HTML = "report/report.md", "report/index.html"
+
+
+@dataclass
+class Plan:
+    """What one publish copies: per experiment its scan of the results folder."""
+    results: Path
+    bundle: Path
+    scans: dict[str, Scan]
+    unowned: list[str] = field(default_factory=list)   # results files no experiment publishes
+
+    @property
+    def publishable(self) -> dict[str, Scan]:
+        return {n: s for n, s in self.scans.items() if s.files}
+
+
+def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None = None,
+         replace: bool = False) -> Plan:
+    """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix."""
+    results, bundle = Path(results), Path(bundle)
+    if not results.is_dir():
+        raise ReplicateError(f"results folder {results} not found", "pass --results <folder of a run>")
+    names = list(dict.fromkeys(experiments or present(results)))
+    unknown = [n for n in names if n not in EXPERIMENTS]
+    if unknown:
+        raise ReplicateError(f"unknown experiment(s) {unknown}", f"choose from {sorted(EXPERIMENTS)}")
+    if not names:
+        raise ReplicateError(f"{results} holds no experiment's results", "run an experiment first")
+    scans = {n: scan(results, n) for n in names}
+    empty = [n for n, s in scans.items() if not s.files]
+    if empty and (experiments or len(empty) == len(scans)):
+        unfinished = [r.id for n in empty for r in scans[n].skipped]
+        raise ReplicateError(f"{results} holds nothing finished to publish for {', '.join(empty)}"
+                             + (f" (not finished: {', '.join(unfinished)})" if unfinished else ""),
+                             "publish once a run has finished, or name other experiments")
+    held = {} if replace else {n: scan(bundle, n) for n in scans}
+    checks.refuse(scans, held, results, bundle)
+    unowned = [rel for rel in files_under(results) if not rel.startswith(NEVER) and owner(rel) is None]
+    return Plan(results, bundle, scans, unowned)
+
+
+def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict:
+    """Write the bundle of ``p`` (merged with the bundle's other experiments); returns the manifest."""
+    bundle = p.bundle
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{bundle.name}.publish-", dir=bundle.parent)).resolve()
+    try:
+        # The report names its results folder and links files relative to it: build it in a copy laid out
+        # as the bundle is seen from the working folder, so that it reads as `report build --results <bundle>`.
+        shown = _shown(bundle)
+        stage = tmp / shown
+        dropped = set(p.publishable) if replace else set()
+        for rel in files_under(bundle):
+            if rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped:
+                _copy(bundle / rel, stage / rel)
+        for s in p.publishable.values():
+            for rel in s.files:
+                _copy(p.results / rel, stage / rel)
+        with contextlib.chdir(tmp):
+            build_report(Path(shown))
+        manifest = _manifest(stage, set(p.publishable), _read_manifest(bundle))
+        rio.write_json(stage / MANIFEST, manifest)
+        total = sum(f.stat().st_size for f in stage.rglob("*") if f.is_file())
+        if total > max_bytes:
+            largest = sorted(manifest["files"].items(), key=lambda kv: -kv[1]["bytes"])[:5]
+            sizes = ", ".join(f"{rel} {info['bytes'] / 1e6:.1f} MB" for rel, info in largest)
+            raise ReplicateError(f"the bundle would hold {total / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit "
+                                 f"(largest: {sizes})",
+                                 "leave the large files out of the experiment's published files "
+                                 "(replicate/publish/catalogue.py), or raise --max-mb")
+        _swap(stage, bundle, tmp / "previous")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def _shown(bundle: Path) -> str:
+    """The bundle's path as given when it is relative and inside the working folder, else its name."""
+    inside = not bundle.is_absolute() and ".." not in bundle.parts
+    return bundle.as_posix() if inside else bundle.name
+
+
+def build_report(root: Path) -> None:
+    """``python -m replicate report build --results <root>`` into <root>/report/ (its printout dropped)."""
+    from replicate.report import cli as report_cli
+
+    args = ["build", "--results", str(root), "--md", str(root / REPORT_MD), "--html", str(root / REPORT_HTML),
+            "--template", str(provenance.PROJECT_ROOT / "paper" / "report_template.md"),
+            "--captions", str(provenance.PROJECT_ROOT / "workflow" / "report")]
+    with contextlib.redirect_stdout(io.StringIO()):
+        report_cli.main(args)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _copy(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dest)
+
+
+def _read_manifest(bundle: Path) -> dict:
+    try:
+        return json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _manifest(stage: Path, published: set[str], previous: dict) -> dict:
+    git, now = provenance.git_state(), provenance.now()
+    stamp = {"published": now, "commit": git["commit"], "dirty": git["dirty"]}
+    files = [rel for rel in files_under(stage) if rel != MANIFEST]
+    experiments = {}
+    for name in EXPERIMENTS:
+        s = scan(stage, name, files)
+        if not s.files:
+            continue
+        before = previous.get("experiments", {}).get(name, {})
+        experiments[name] = {
+            **(stamp if name in published else {k: before.get(k) for k in stamp}),
+            "protocol": next(iter(s.protocols), None),
+            "code_versions": {kind: next(iter(groups)) for kind, groups in s.versions().items()},
+            "runs": {r.id: {"kind": r.kind, "code_version": r.code_version, "protocol": r.protocol,
+                            "commit": r.commit, "dirty": r.dirty} for r in s.runs},
+        }
+    return {"format": 1, **stamp, "experiments": experiments,
+            "files": {rel: {"sha256": sha256(stage / rel), "bytes": (stage / rel).stat().st_size,
+                            "experiment": owner(rel)} for rel in files}}
+
+
+def _swap(stage: Path, bundle: Path, previous: Path) -> None:
+    if bundle.exists():
+        os.replace(bundle, previous)
+    try:
+        os.replace(stage, bundle)
+    except OSError:
+        if previous.exists():
+            os.replace(previous, bundle)
+        raise

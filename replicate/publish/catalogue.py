@@ -1,0 +1,236 @@
+"""What each experiment publishes: its files under a results folder, its runs, what each run recorded.
+
+A *run* is one training job's output (a folder, or a file with its sidecar). It is published only when
+finished, with the code version and protocol it recorded. The experiment's other files (tables,
+figures, aggregates, benchmark files) are published as they are. Checkpoints, embeddings snapshots,
+corpora (``data/``), logs and the report (rebuilt from the bundle) are never published.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
+NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
+
+
+def _top_version(record: dict) -> str | None:
+    return record.get("code_version")
+
+
+def _seed_versions(record: dict) -> str | None:
+    """A section 6.2 point: the code version its seeds share ("a, b" when they differ)."""
+    versions = sorted({str(r.get("code_version")) for r in record.get("runs", [])})
+    return ", ".join(versions) if versions else None
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """Runs of one kind: ``pattern`` matches every file of a run (named group ``name``); ``marker``
+    (written last) holds the final numbers in ``final`` and the code version; ``keep`` lists the
+    run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``."""
+    name: str
+    pattern: str
+    run: str
+    marker: str
+    keep: tuple[str, ...]
+    final: tuple[str, ...]
+    version: Callable[[dict], str | None] = _top_version
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    title: str
+    prefixes: tuple[str, ...]   # where its non-run files live (tables, figures, aggregates, benchmarks)
+    kinds: tuple[RunKind, ...]
+
+    def owns(self, rel: str) -> bool:
+        return rel.startswith(self.prefixes)
+
+
+def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
+    """Runs of the LSTM engine's ``train_run``: ``<root>/<sub>/{metrics.json, history.csv, checkpoint.pt}``."""
+    return RunKind(name, rf"^{root}/(?P<name>{sub})/", f"{root}/{{name}}", "{run}/metrics.json",
+                   ("{run}/metrics.json", "{run}/history.csv"), ("valid_ppl", "test_ppl"))
+
+
+EXPERIMENTS = {e.name: e for e in (
+    Experiment("press_wolf", "Press & Wolf 2017",
+               ("press_wolf/", "tables/press_wolf_", "figures/press_wolf", "figures/report_press_wolf",
+                "benchmarks/press_wolf"),
+               (_lstm_runs("lstm", "press_wolf", r"[^/]+/seed\d+"),)),
+    Experiment("inan", "Inan et al. 2017",
+               ("inan/", "tables/inan_", "figures/inan_", "benchmarks/inan"),
+               (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
+                RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
+                        r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
+                        "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
+                        ("distance_mean",), _seed_versions))),
+    Experiment("initial_loss", "Transformer initial loss",
+               ("initial_loss/", "tables/initial_loss_", "tables/model_families", "figures/initial_loss_",
+                "figures/embedding_share", "benchmarks/initial_loss"),
+               (RunKind("sweep", r"^initial_loss/runs/(?P<name>d\d+)\.csv", "initial_loss/runs/{name}",
+                        "{run}.csv.provenance.json", ("{run}.csv", "{run}.csv.provenance.json"), ("seconds",)),
+                RunKind("sweep", r"^initial_loss/(?P<name>memory_benchmark)\.json$", "initial_loss/{name}",
+                        "{run}.json", ("{run}.json",), ("peak_rss_bytes",)))),
+    Experiment("scale", "Scale study and embedding analysis",
+               ("scale/", "analysis/", "tables/scale_", "tables/embedding_similarity", "figures/scale_",
+                "figures/analysis_", "benchmarks/scale"),
+               (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
+                        "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
+                        ("final_valid_ppl", "test_ppl")),
+                RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
+                        "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",)))),
+)}
+
+
+@dataclass
+class Run:
+    id: str                      # e.g. press_wolf/small/seed1 (relative to the results root)
+    kind: str
+    files: list[str]             # the run's files to publish (empty when not finished)
+    code_version: str | None = None
+    protocol: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+    missing: str | None = None   # why the run is not finished (None: finished)
+
+
+@dataclass
+class Scan:
+    """One experiment's publishable content in one results folder."""
+    experiment: str
+    runs: list[Run] = field(default_factory=list)       # finished
+    skipped: list[Run] = field(default_factory=list)    # not finished
+    other: list[str] = field(default_factory=list)      # tables, figures, aggregates, benchmark files
+    protocols: dict[str, list[str]] = field(default_factory=dict)  # label -> runs / files recording it
+
+    @property
+    def files(self) -> list[str]:
+        return sorted({f for r in self.runs for f in r.files} | set(self.other))
+
+    def versions(self) -> dict[str, dict[str | None, list[str]]]:
+        """kind -> code version -> ids of the runs that recorded it."""
+        out: dict[str, dict[str | None, list[str]]] = {}
+        for run in self.runs:
+            out.setdefault(run.kind, {}).setdefault(run.code_version, []).append(run.id)
+        return out
+
+
+def protocol_label(value: Any) -> str | None:
+    """``reduced`` of ``reduced (15 epochs; seed 1)``; None for an empty value."""
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value).strip()
+    return text.split()[0] if text else None
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _record_protocol(record: dict) -> str | None:
+    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    config = prov.get("config") if isinstance(prov.get("config"), dict) else {}
+    return protocol_label(config.get("protocol", record.get("protocol")))
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
+    run_id = kind.run.format(name=name)
+    marker = kind.marker.format(run=run_id, name=name)
+    record = _read_json(root / marker)
+    run = Run(run_id, kind.name, [])
+    if record is None:
+        run.missing = f"no readable {Path(marker).name}"
+        return run
+    absent = [k for k in kind.final if not _finite(record.get(k))]
+    if absent:
+        run.missing = f"{Path(marker).name} has no final {', '.join(absent)}"
+        return run
+    git = (record.get("provenance") or {}).get("git") or {}
+    keep = [k.format(run=run_id, name=name) for k in kind.keep]
+    run.files = [f for f in present if any(fnmatch.fnmatchcase(f, k) for k in keep)]
+    run.code_version, run.protocol = kind.version(record), _record_protocol(record)
+    run.commit, run.dirty = git.get("commit"), git.get("dirty")
+    return run
+
+
+def _file_protocols(path: Path) -> set[str]:
+    """Protocol labels a table or JSON records (its ``protocol`` column / provenance config)."""
+    if path.suffix == ".csv":
+        try:
+            frame = pd.read_csv(path, usecols=lambda c: c == "protocol", dtype=str)
+        except (OSError, ValueError, pd.errors.ParserError):
+            return set()
+        return {p for p in map(protocol_label, frame.get("protocol", [])) if p}
+    if path.suffix == ".json":
+        record = _read_json(path)
+        label = _record_protocol(record) if record else None
+        return {label} if label else set()
+    return set()
+
+
+def files_under(root: Path) -> list[str]:
+    """Every file under ``root`` as a POSIX path relative to it (hidden temporary files left out)."""
+    if not root.is_dir():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def owner(rel: str) -> str | None:
+    """The experiment a results file belongs to (None: none, or never published)."""
+    if rel.startswith(NEVER):
+        return None
+    return next((e.name for e in EXPERIMENTS.values() if e.owns(rel)), None)
+
+
+def scan(root: str | Path, experiment: str, files: list[str] | None = None) -> Scan:
+    """What ``experiment`` has under ``root``: finished and unfinished runs, other publishable files."""
+    root, exp = Path(root), EXPERIMENTS[experiment]
+    files = files_under(root) if files is None else files
+    out = Scan(experiment)
+    claimed: dict[tuple[RunKind, str], list[str]] = {}
+    loose = []
+    for rel in files:
+        match = next(((k, m) for k in exp.kinds if (m := re.match(k.pattern, rel))), None)
+        if match:
+            claimed.setdefault((match[0], match[1]["name"]), []).append(rel)
+        elif owner(rel) == experiment:
+            loose.append(rel)
+    for (kind, name), present in claimed.items():
+        run = _read_run(root, kind, name, present)
+        (out.skipped if run.missing else out.runs).append(run)
+        if run.protocol:
+            out.protocols.setdefault(run.protocol, []).append(run.id)
+    unfinished_benchmarks = {f"benchmarks/{r.id}.tsv" for r in out.skipped}
+    for rel in loose:
+        if (rel.endswith(PUBLISHED_SUFFIXES) and "checkpoint" not in Path(rel).name
+                and rel not in unfinished_benchmarks):
+            out.other.append(rel)
+            for label in _file_protocols(root / rel):
+                out.protocols.setdefault(label, []).append(rel)
+    out.runs.sort(key=lambda r: r.id)
+    out.skipped.sort(key=lambda r: r.id)
+    return out
+
+
+def present(root: str | Path) -> list[str]:
+    """The experiments with at least one file under ``root``."""
+    found = {owner(rel) for rel in files_under(Path(root))}
+    return [name for name in EXPERIMENTS if name in found]

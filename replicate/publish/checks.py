@@ -1,0 +1,63 @@
+"""The publish refusals: one experiment's results must share one code version per run kind and one
+protocol, within what is published and against what the bundle already holds for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replicate.errors import ReplicateError
+from replicate.publish.catalogue import Scan
+
+_SHOWN = 4
+
+
+def _ids(ids: list[str]) -> str:
+    more = f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else ""
+    return ", ".join(ids[:_SHOWN]) + more
+
+
+def _listing(groups: dict) -> str:
+    return "; ".join(f"{label or 'none recorded'}: {_ids(ids)}" for label, ids in groups.items())
+
+
+def within(scan: Scan, where: str) -> list[str]:
+    """Mixes inside one folder's results of one experiment."""
+    problems = [f"{scan.experiment}: {where} holds {kind} runs of {len(groups)} code versions ({_listing(groups)})"
+                for kind, groups in scan.versions().items() if len(groups) > 1]
+    if len(scan.protocols) > 1:
+        problems.append(f"{scan.experiment}: {where} holds results of {len(scan.protocols)} protocols "
+                        f"({_listing(scan.protocols)})")
+    return problems
+
+
+def against(new: Scan, old: Scan, where: str) -> list[str]:
+    """Differences between what ``where`` would publish and what the bundle holds for the experiment."""
+    problems = []
+    old_versions = old.versions()
+    for kind, groups in new.versions().items():
+        held = old_versions.get(kind, {})
+        if held and set(held) != set(groups):
+            problems.append(f"{new.experiment}: the bundle's {kind} runs have code version ({_listing(held)}), "
+                            f"those in {where} ({_listing(groups)})")
+    if old.protocols and new.protocols and set(old.protocols) != set(new.protocols):
+        problems.append(f"{new.experiment}: the bundle's results have protocol ({_listing(old.protocols)}), "
+                        f"those in {where} ({_listing(new.protocols)})")
+    return problems
+
+
+def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle: Path) -> None:
+    """Raise, naming the runs and the fix, when ``scans`` (from ``results``) mix code versions or
+    protocols, or differ from ``held`` (the bundle's scans of the same experiments; empty with --replace)."""
+    problems = [p for s in scans.values() for p in within(s, str(results))]
+    clashes = {n: found for n, s in scans.items() if n in held and (found := against(s, held[n], str(results)))}
+    if not problems and not clashes:
+        return
+    fixes = []
+    if problems:
+        fixes.append(f"rerun the runs named above under one code version and protocol (move the others out of "
+                     f"{results}, or delete them and rerun their targets)")
+    if clashes:
+        fixes.append(f"to drop what {bundle} holds for {', '.join(clashes)} and publish {results} instead, "
+                     f"add --replace")
+    problems += [p for found in clashes.values() for p in found]
+    raise ReplicateError("refusing to publish mixed results:\n  - " + "\n  - ".join(problems), "; ".join(fixes))

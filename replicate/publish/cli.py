@@ -1,0 +1,58 @@
+"""``python -m replicate publish``: copy the finished results of a run into the tracked bundle.
+
+Merges with what the bundle holds for other experiments, refuses to mix code versions or protocols
+within an experiment (``--replace`` drops the bundle's files of the published experiments first),
+rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from replicate.publish import bundle as bundle_mod
+from replicate.publish import readme as readme_mod
+from replicate.publish.catalogue import EXPERIMENTS
+
+
+def _describe(p: bundle_mod.Plan) -> None:
+    for name, s in p.scans.items():
+        versions = ", ".join(f"{kind} {'/'.join(v or 'none recorded' for v in groups)}"
+                             for kind, groups in s.versions().items())
+        print(f"{name}: {len(s.runs)} finished runs ({versions or 'no runs'}), protocol "
+              f"{'/'.join(s.protocols) or 'not recorded'}, {len(s.files)} files")
+        for run in s.skipped:
+            print(f"  skipped, not finished: {run.id} ({run.missing})")
+    for rel in p.unowned:
+        print(f"not published (no experiment owns it): {rel}")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m replicate publish", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default="results", help="results folder of a run (default: results)")
+    parser.add_argument("--bundle", default="paper/measured", help="the tracked bundle (default: paper/measured)")
+    parser.add_argument("--experiment", nargs="+", action="extend", choices=sorted(EXPERIMENTS), metavar="NAME",
+                        help=f"experiments to publish ({', '.join(EXPERIMENTS)}; default: all present)")
+    parser.add_argument("--replace", action="store_true",
+                        help="drop the bundle's files of the published experiments first (other code version "
+                             "or protocol)")
+    parser.add_argument("--readme", default="README.md", help="README whose measured-results block is rewritten")
+    parser.add_argument("--no-readme", action="store_true", help="leave the README alone")
+    parser.add_argument("--max-mb", type=float, default=20.0, help="size limit of the bundle (default: 20 MB)")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be published; write nothing")
+    args = parser.parse_args(argv)
+
+    if not args.no_readme:
+        readme_mod.check(args.readme)
+    plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace)
+    _describe(plan)
+    if args.dry_run:
+        print("dry run: nothing written")
+        return 0
+    manifest = bundle_mod.publish(plan, args.replace, int(args.max_mb * 1e6))
+    size = sum(f["bytes"] for f in manifest["files"].values())
+    print(f"published into {args.bundle}: {len(manifest['files'])} files, {size / 1e6:.1f} MB "
+          f"(experiments: {', '.join(manifest['experiments'])}); report rebuilt; MANIFEST.json written")
+    if not args.no_readme:
+        readme_mod.update(args.readme, args.bundle)
+        print(f"{args.readme}: measured-results block rewritten")
+    return 0

@@ -1,0 +1,155 @@
+"""The README's measured-results block, generated from the bundle: one compact table per experiment,
+every number read from the bundle's CSVs (ours beside the paper's where a table has paper columns)."""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from replicate import io as rio
+from replicate.errors import ReplicateError
+from replicate.publish.catalogue import EXPERIMENTS
+
+BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
+
+
+def _all(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _theory_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Initial loss: the rows compared with the closed form, at the smallest and largest width."""
+    if not {"reference_kind", "d"} <= set(frame.columns):
+        return frame
+    theory = frame[frame["reference_kind"].astype(str).str.startswith("theory")]
+    return theory[theory["d"].isin([theory["d"].min(), theory["d"].max()])]
+
+
+@dataclass(frozen=True)
+class View:
+    """Columns of one bundle table shown in the block (those present, in this order)."""
+    csv: str                     # glob relative to the bundle
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+    rows: Callable[[pd.DataFrame], pd.DataFrame] = _all
+
+
+VIEWS = {
+    "press_wolf": (View("tables/press_wolf_table*.csv", ("cell",),
+                        ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
+                         "test_paper")),),
+    "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
+                  ("valid_ours", "valid_paper", "test_ours", "test_paper",
+                   "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),
+             View("tables/inan_ablation.csv", ("dataset", "size", "model", "tau", "alpha", "gamma"),
+                  ("valid_ppl", "test_ppl")),
+             View("tables/inan_figure1.csv", ("panel", "tau", "beta"),
+                  ("n_seeds", "distance_mean", "paper_distance_approx"))),
+    "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),
+                          ("loss_mean", "reference_kind", "reference_loss", "diff"), _theory_rows),),
+    "scale": (View("tables/scale_gain.csv", ("study", "dataset", "pct", "hidden"),
+                   ("n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "rel_gain_mean")),
+              View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value")),
+              View("tables/scale_transformer.csv", ("variant", "std", "seed"),
+                   ("step0_loss", "theory_step0_loss", "final_valid_ppl"))),
+}
+
+
+def fmt(value) -> str:
+    """A table cell: integers as integers, 1 decimal from 100 up, else 4 significant digits."""
+    if isinstance(value, str):
+        return value.replace("|", "\\|")
+    if value is None or pd.isna(value):
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return str(value)
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"
+
+
+def _table(frame: pd.DataFrame, view: View) -> list[str]:
+    cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
+    rows = view.rows(frame)[cols]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows.itertuples(index=False)]
+    return lines
+
+
+def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
+    versions = ", ".join(f"{kind} `{v}`" if v else f"{kind} none recorded"
+                         for kind, v in entry.get("code_versions", {}).items()) or "none recorded"
+    commit = (entry.get("commit") or "unknown")[:10]
+    lines = [f"#### {EXPERIMENTS[name].title}", "",
+             f"Protocol `{entry.get('protocol') or 'unknown'}`; code version {versions}; "
+             f"{len(entry.get('runs', {}))} runs; published {entry.get('published')} from commit `{commit}`"
+             f"{' (uncommitted changes)' if entry.get('dirty') else ''}.", ""]
+    tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
+    for path, view in tables:
+        lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "",
+                  *_table(pd.read_csv(path, dtype={"std": str}), view), ""]
+    if not tables:
+        lines += ["No final table published yet.", ""]
+    return lines
+
+
+def render(bundle: str | Path, shown: str) -> str:
+    """The block's Markdown (without the markers); ``shown`` is how the bundle's path is written."""
+    bundle = Path(bundle)
+    try:
+        manifest = json.loads((bundle / "MANIFEST.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {}
+    lines = ["### Numbers measured so far", ""]
+    experiments = manifest.get("experiments", {})
+    if not experiments:
+        lines += [f"Nothing published yet: after a run, `python -m replicate publish` copies its finished results "
+                  f"into `{shown}` and writes this block.", ""]
+    else:
+        lines += [f"Generated by `python -m replicate publish` from the published bundle `{shown}` (every file with its "
+                  f"sha256 in `{shown}/MANIFEST.json`; report: `{shown}/report/index.html`). Columns `*_paper` are "
+                  f"the papers' numbers, everything else ours. Do not edit between the markers.", ""]
+    for name in EXPERIMENTS:
+        if name in experiments:
+            lines += _experiment(bundle, shown, name, experiments[name])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _span(text: str, readme: Path) -> tuple[int, int]:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ReplicateError(f"{readme} has no measured-results block",
+                             f"add the two lines {BEGIN} and {END} where the block belongs, or pass --no-readme")
+    return start + len(BEGIN), end
+
+
+def check(readme: str | Path) -> None:
+    """Raise unless ``readme`` exists and holds the markers."""
+    readme = Path(readme)
+    if not readme.is_file():
+        raise ReplicateError(f"{readme} not found", "pass --readme <README.md of the checkout>, or --no-readme")
+    _span(readme.read_text(encoding="utf-8"), readme)
+
+
+def update(readme: str | Path, bundle: str | Path) -> None:
+    """Rewrite the block between the markers of ``readme`` from ``bundle``."""
+    readme, bundle = Path(readme), Path(bundle)
+    text = readme.read_text(encoding="utf-8")
+    start, end = _span(text, readme)
+    shown = Path(os.path.relpath(bundle.resolve(), readme.resolve().parent)).as_posix()
+    rio.write_text(readme, text[:start] + "\n" + render(bundle, shown) + text[end:])
+
+
+def block(readme: str | Path) -> str:
+    """The text between the markers (for checks)."""
+    readme = Path(readme)
+    text = readme.read_text(encoding="utf-8")
+    start, end = _span(text, readme)
+    return text[start:end]
+
