@@ -71,29 +71,39 @@ def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict
         # as the bundle is seen from the working folder, so that it reads as `report build --results <bundle>`.
         shown = _shown(bundle)
         stage = tmp / shown
-        dropped = set(p.publishable) if replace else set()
-        for rel in files_under(bundle):
-            if rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped:
-                _copy(bundle / rel, stage / rel)
-        for s in p.publishable.values():
-            for rel in s.files:
-                _copy(p.results / rel, stage / rel)
+        _stage(p, stage, replace)
         with contextlib.chdir(tmp):
             build_report(Path(shown))
         manifest = _manifest(stage, set(p.publishable), _read_manifest(bundle))
         rio.write_json(stage / MANIFEST, manifest)
-        total = sum(f.stat().st_size for f in stage.rglob("*") if f.is_file())
-        if total > max_bytes:
-            largest = sorted(manifest["files"].items(), key=lambda kv: -kv[1]["bytes"])[:5]
-            sizes = ", ".join(f"{rel} {info['bytes'] / 1e6:.1f} MB" for rel, info in largest)
-            raise ReplicateError(f"the bundle would hold {total / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit "
-                                 f"(largest: {sizes})",
-                                 "leave the large files out of the experiment's published files "
-                                 "(replicate/publish/catalogue.py), or raise --max-mb")
+        _check_size(manifest, max_bytes)
         _swap(stage, bundle, tmp / "previous")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _stage(p: Plan, stage: Path, replace: bool) -> None:
+    """The bundle's files (less its report and manifest, and with ``replace`` the published experiments'),
+    then the published files over them."""
+    dropped = set(p.publishable) if replace else set()
+    for rel in files_under(p.bundle):
+        if rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped:
+            _copy(p.bundle / rel, stage / rel)
+    for s in p.publishable.values():
+        for rel in s.files:
+            _copy(p.results / rel, stage / rel)
+
+
+def _check_size(manifest: dict, max_bytes: int) -> None:
+    sizes = {rel: info["bytes"] for rel, info in manifest["files"].items()}
+    total = sum(sizes.values())
+    if total > max_bytes:
+        largest = ", ".join(f"{rel} {size / 1e6:.1f} MB" for rel, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
+        raise ReplicateError(f"the bundle would hold {total / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit "
+                             f"(largest: {largest})",
+                             "leave the large files out of the experiment's published files "
+                             "(replicate/publish/catalogue.py), or raise --max-mb")
 
 
 def _shown(bundle: Path) -> str:

@@ -145,11 +145,3 @@ def update(readme: str | Path, bundle: str | Path) -> None:
     shown = Path(os.path.relpath(bundle.resolve(), readme.resolve().parent)).as_posix()
     rio.write_text(readme, text[:start] + "\n" + render(bundle, shown) + text[end:])
 
-
-def block(readme: str | Path) -> str:
-    """The text between the markers (for checks)."""
-    readme = Path(readme)
-    text = readme.read_text(encoding="utf-8")
-    start, end = _span(text, readme)
-    return text[start:end]
-
