@@ -28,7 +28,8 @@ def test_inan_table1_smoke(smoke_run):
 
 def test_inan_ablation_smoke(smoke_run):
     df = pd.read_csv(smoke_run / "results" / "tables" / "inan_ablation.csv")
-    assert len(df) == 2 and set(df["alpha"]) == {1.0, 2.0} and set(df["tau"]) == {5.0}
+    assert len(df) == 2 and set(df["gamma"]) == {0.5, 0.8} and set(df["tau"]) == {5.0}
+    assert (df["alpha"] == df["gamma"] * df["tau"]).all()
     assert df["valid_ppl"].gt(1).all() and df["best_valid"].sum() >= 1
 
 
@@ -46,6 +47,9 @@ def test_inan_figure1_smoke(smoke_run):
     assert len(last) == len(runs) and (last["distance_x"] - last["distance_y"]).abs().max() < 1e-6
     for ext in ("png", "svg"):
         assert (res / "figures" / f"inan_figure1.{ext}").stat().st_size > 1000
-    point = json.loads((res / "inan" / "subspace" / "tau10_beta1.json").read_text())
+    point = json.loads((res / "inan" / "subspace" / "word_vectors_adam" / "tau10_beta1.json").read_text())
     assert point["runs"][0]["embedding_row_norm_max_dev"] < 1e-5
-    assert "provenance" in point
+    assert "provenance" in point and point["reading"] == "word_vectors_adam"
+    readings = pd.read_csv(res / "tables" / "inan_subspace_readings.csv")
+    assert set(readings["reading"]) == {"word_vectors_adam", "zero_w_sgd"}
+    assert readings["distance_beta1"].between(0, 1).all()

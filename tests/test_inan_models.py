@@ -11,14 +11,15 @@ import torch.nn.functional as F
 
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss
-from replicate.inan.subspace_exp import (AdamPreconditioner, make_extra_loss, normalize_rows_, points, run_one,
+from replicate.inan.readings import points, reading_names, reading_seeds, reading_settings
+from replicate.inan.subspace_exp import (AdamPreconditioner, make_extra_loss, project_embedding_, run_one,
                                          slice_start, unit_norm_hook)
 from replicate.inan.train import AugmentedLoss, run_settings
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 
 SIZE = {"hidden_size": 8, "init_scale": 0.1, "dropout_rate": 0.3, "batch_size": 2, "bptt": 5, "lr": 1.0,
-        "epochs": 1, "max_epoch": 1, "decay": 0.5, "clip": 5.0, "tau": 3.0, "alpha": 0.5}
+        "epochs": 1, "max_epoch": 1, "decay": 0.5, "clip": 5.0, "tau": 3.0, "gamma": 0.5}
 
 
 def _model(variant, vocab=13):
@@ -53,10 +54,15 @@ def test_variants_map_to_engine_settings():
     assert al_none is None and vd.output_bias is not None and vd.output_weight is not vd.embedding.weight
     assert vd.cfg.dropout == "inan" and vd.cfg.dropout_rate == pytest.approx(0.3)
     real, al = _model("real")
-    assert isinstance(al, AugmentedLoss) and (al.tau, al.alpha, al.soft_target_grad) == (3.0, 0.5, False)
+    assert isinstance(al, AugmentedLoss) and (al.tau, al.gamma, al.soft_target_grad) == (3.0, 0.5, False)
+    assert al.alpha == pytest.approx(1.5)  # alpha = gamma * tau
     assert real.output_bias is None and real.output_weight is real.embedding.weight
-    engine, _ = run_settings(SIZE, "small", "al", seed=4, overrides={"epochs": 7, "tau": 9.0})
-    assert engine["epochs"] == 7 and "tau" not in engine and "alpha" not in engine and engine["seed"] == 4
+    engine, al9 = run_settings(SIZE, "small", "al", seed=4, overrides={"epochs": 7, "tau": 9.0})
+    assert engine["epochs"] == 7 and "tau" not in engine and "gamma" not in engine and engine["seed"] == 4
+    assert al9.alpha == pytest.approx(4.5)
+    # max_epoch counts epochs at lr 1 (schedule later) and valid runs as one stream, unless set
+    assert engine["schedule"] == "later" and engine["valid_batch_size"] == 1
+    assert not resolve(engine, 13)[0].embedding_dropout  # the paper: no dropout on the embedding layer
     with pytest.raises(ReplicateError):
         run_settings(SIZE, "small", "nope", seed=1)
 
@@ -66,7 +72,7 @@ def test_augmented_loss_hook_value_and_resume_guard():
     logits = torch.randn(5, 2, 13)
     targets = torch.randint(0, 13, (5, 2))
     got = al(logits, targets, None, model)
-    want = 0.5 * augmented_loss(logits, targets, model.embedding.weight, 3.0)
+    want = 0.5 * 3.0 * augmented_loss(logits, targets, model.embedding.weight, 3.0)
     torch.testing.assert_close(got, want)
     al.load_state_dict(al.state_dict())  # same settings: fine
     with pytest.raises(ReplicateError):
@@ -118,6 +124,35 @@ def test_adam_preconditioner_matches_torch_adam():
     torch.testing.assert_close(p1.detach(), p2.detach())
 
 
+def test_embedding_norm_readings_project_the_right_axis():
+    torch.manual_seed(0)
+    w = torch.randn(13, 4) * 3
+    rows, cols, none = w.clone(), w.clone(), w.clone()
+    project_embedding_(rows, "word_vectors")
+    project_embedding_(cols, "dimensions")
+    project_embedding_(none, "none")
+    torch.testing.assert_close(rows.norm(dim=1), torch.ones(13))  # every word vector (row of E = column of L)
+    torch.testing.assert_close(cols.norm(dim=0), torch.ones(4))  # every row of the d x |V| matrix L
+    assert torch.equal(none, w)
+    with pytest.raises(ReplicateError):
+        project_embedding_(w, "rows")
+
+
+def test_readings_merge_overrides_and_figure_reading_runs_first():
+    cfg = {"seeds": [1, 2], "reading_seeds": [1], "epochs": 12, "lr": 0.003, "optimizer": "adam",
+           "readings": {"a": {}, "f": {"optimizer": "sgd", "output_init": "zero", "lr": 1.0}},
+           "figure_reading": "f", "compare_readings": ["a", "f"], "panel_a": {}, "panel_b": {}}
+    assert reading_names(cfg) == ["f", "a"]
+    s = reading_settings(cfg, "f")
+    assert s["optimizer"] == "sgd" and s["output_init"] == "zero" and s["lr"] == 1.0 and s["epochs"] == 12
+    assert "readings" not in s and "reading_seeds" not in s
+    assert reading_seeds(cfg, "f") == [1, 2] and reading_seeds(cfg, "a") == [1]
+    with pytest.raises(ReplicateError, match="not defined"):
+        reading_names({**cfg, "compare_readings": ["a", "zz"]})
+    with pytest.raises(ReplicateError, match="unknown key"):
+        reading_settings({**cfg, "readings": {"a": {"dropout": 0.5}}}, "a")
+
+
 def test_points_cover_both_panels():
     pts = points({"panel_a": {"tau": 10, "betas": [0, 1]}, "panel_b": {"beta": 1, "taus": [2, 10]}})
     assert pts == [("a", 10.0, 0.0), ("a", 10.0, 1.0), ("b", 2.0, 1.0), ("b", 10.0, 1.0)]
@@ -141,6 +176,32 @@ def test_subspace_run_one_tiny(tmp_path):
     assert 0.0 <= rec["distance"] <= 1.0
     assert rec["embedding_row_norm_max_dev"] < 1e-5
     assert rec["distance"] != rec["distance_by_epoch"]["0"]  # training moved W or L
+
+
+def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch):
+    """Reading (f): W starts at exactly 0 (rank 0: the distance at init is recorded as NaN) and training
+    moves it (a defined distance after the epoch)."""
+    import replicate.inan.subspace_exp as sx
+
+    seen = {}
+    real_tracker = sx.DistanceTracker
+
+    class Spy(real_tracker):
+        def __call__(self, epoch, model, record):
+            if epoch == 0:
+                seen["w0"] = model.output_weight.detach().abs().max().item()
+            return super().__call__(epoch, model, record)
+
+    monkeypatch.setattr(sx, "DistanceTracker", Spy)
+    torch.manual_seed(0)
+    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
+    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
+                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
+                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
+    rec = sx.run_one(settings, corpus, tmp_path / "r", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    assert seen["w0"] == 0.0
+    assert rec["distance_by_epoch"]["0"] != rec["distance_by_epoch"]["0"]  # NaN
+    assert 0.0 <= rec["distance"] <= 1.0
 
 
 def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch):
@@ -170,3 +231,29 @@ def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_
     assert calls == [1, 1]
     sx.run_point({**spec, "subspace": {**settings, "lr": 0.02}}, corpus, tmp_path)
     assert calls == [1, 1, 1]
+
+
+def _point(tmp_path, reading, tau, beta, distance):
+    path = tmp_path / f"{reading}_{tau}_{beta}.json"
+    path.write_text(json.dumps({"reading": reading, "tau": tau, "beta": beta, "n_seeds": 1,
+                                "distance_mean": distance,
+                                "runs": [{"settings": {"optimizer": "adam", "lr": 0.003, "epochs": 12}}]}))
+    return path
+
+
+def test_readings_table_tells_a_gradual_fall_from_a_step(tmp_path, repo_root):
+    from replicate.inan.report import readings_table
+
+    panels = points({"panel_a": {"tau": 10, "betas": [0, 0.5, 1]}, "panel_b": {"beta": 1, "taus": [2, 10, 20]}})
+    shapes = {"gradual": {0: 0.98, 0.5: 0.5, 1: 0.1, 2: 0.3, 20: 0.05},
+              "step": {0: 0.98, 0.5: 0.89, 1: 0.88, 2: 0.88, 20: 0.88}}
+    paths = []
+    for reading, d in shapes.items():
+        paths += [_point(tmp_path, reading, 10.0, b, d[b]) for b in (0.0, 0.5, 1.0)]
+        paths += [_point(tmp_path, reading, t, 1.0, d[t]) for t in (2.0, 20.0)]
+    df = readings_table(paths, panels, repo_root / "paper/reference/inan_figure1.csv", "smoke").set_index("reading")
+    assert bool(df.loc["gradual", "gradual_in_beta"]) and bool(df.loc["gradual", "lower_at_larger_tau"])
+    assert not bool(df.loc["step", "gradual_in_beta"]) and not bool(df.loc["step", "lower_at_larger_tau"])
+    assert df.loc["gradual", "distance_beta1"] == pytest.approx(0.1)
+    assert df.loc["step", "first_step_share"] == pytest.approx(0.09 / 0.10)
+    assert df.loc["gradual", "paper_distance_beta1_approx"] == pytest.approx(0.06)

@@ -1,4 +1,5 @@
-"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1> ...``: what the rules call."""
+"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1|readings-table> ...``: what the
+rules call."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ def _log(line: str) -> None:
 def _train(args) -> int:
     """One Table 1 / ablation run: the engine's train_run + the augmented loss as extra_loss."""
     from replicate import io as rio
+    from replicate import provenance
     from replicate.data import load_corpus
-    from replicate.inan.train import run_settings
+    from replicate.inan.train import TRAIN_MODULES, run_settings
     from replicate.lstm.runner import train_run
 
     spec = json.loads(args.spec)
@@ -27,8 +29,11 @@ def _train(args) -> int:
     result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
                        load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
                        allow_tf32=args.allow_tf32, log=_log, **hooks)
+    # the numbers come from the engine AND the augmented loss: the run's code version covers both
+    result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
     result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
-                      "seed": spec["seed"], "tau": al.tau if al else None, "alpha": al.alpha if al else None,
+                      "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
+                      "alpha": al.alpha if al else None,
                       "soft_target_grad": al.soft_target_grad if al else None,
                       "reduction": spec.get("reduction")}
     rio.write_json(Path(args.out_dir) / "metrics.json", result)
@@ -78,8 +83,8 @@ def _subspace(args) -> int:
 
 def _figure1(args) -> int:
     from replicate import provenance
+    from replicate.inan.readings import points
     from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot, write_with_provenance
-    from replicate.inan.subspace_exp import points
 
     started = provenance.now()
     spec = json.loads(args.spec)
@@ -90,6 +95,19 @@ def _figure1(args) -> int:
     write_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
+    return 0
+
+
+def _readings(args) -> int:
+    from replicate import provenance
+    from replicate.inan.readings import points
+    from replicate.inan.report import readings_table, write_with_provenance
+
+    started = provenance.now()
+    spec = json.loads(args.spec)
+    df = readings_table(args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol)
+    write_with_provenance(args.out, df, spec, started)
+    print(df.to_string(index=False))
     return 0
 
 
@@ -108,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_train)
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
-                              ("ablation-table", _ablation, "tau x alpha ablation: validation perplexity")):
+                              ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("--spec", required=True, help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
@@ -138,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figure", required=True, help="figure stem (PNG + SVG)")
     p.add_argument("points", nargs="+")
     p.set_defaults(func=_figure1)
+
+    p = sub.add_parser("readings-table", help="section 6.2: the readings' Figure 1 shapes side by side")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--protocol", required=True)
+    p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
+    p.add_argument("--out", required=True)
+    p.add_argument("points", nargs="+", help="point JSONs of every reading")
+    p.set_defaults(func=_readings)
 
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     return args.func(args)

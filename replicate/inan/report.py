@@ -1,4 +1,4 @@
-"""Aggregation of the Inan et al. runs: Table 1 beside the paper, the tau x alpha ablation, Figure 1."""
+"""Aggregation of the Inan et al. runs: Table 1 beside the paper, the tau x gamma ablation, Figure 1."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pandas as pd
 from replicate import io as rio
 from replicate import provenance
 from replicate.errors import ReplicateError
+from replicate.inan.readings import fmt
 from replicate.inan.train import VARIANTS
 
 SIZES = ("small", "medium", "large")
@@ -43,7 +44,8 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     for m in runs:
         info = m["inan"]
         rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
-                     "variant": info["variant"], "tau": info.get("tau"), "alpha": info.get("alpha"),
+                     "variant": info["variant"], "tau": info.get("tau"), "gamma": info.get("gamma"),
+                     "alpha": info.get("alpha"), "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
                      "epochs": m["resolved"]["train"]["epochs"], "params": m.get("num_parameters"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
@@ -60,18 +62,19 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged["_s"] = merged["size"].map({s: i for i, s in enumerate(SIZES)})
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
-            "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "alpha",
-            "dropout_rate", "epochs", "protocol", "paper_source", "variant"]
+            "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
+            "alpha", "dropout_rate", "embedding_dropout", "epochs", "protocol", "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
 
 def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
     runs = _load(metrics_paths)
     rows = [{"dataset": m["inan"]["dataset"], "size": m["inan"]["size"], "model": VARIANTS[m["inan"]["variant"]]["label"],
-             "tau": m["inan"]["tau"], "alpha": m["inan"]["alpha"], "valid_ppl": m["valid_ppl"],
+             "tau": m["inan"]["tau"], "gamma": m["inan"]["gamma"], "alpha": m["inan"]["alpha"],
+             "valid_ppl": m["valid_ppl"],
              "test_ppl": m["test_ppl"], "train_ppl": m.get("train_ppl"),
              "epochs": m["resolved"]["train"]["epochs"], "protocol": protocol_label(protocol, m)} for m in runs]
-    df = pd.DataFrame(rows).sort_values(["tau", "alpha"]).reset_index(drop=True)
+    df = pd.DataFrame(rows).sort_values(["tau", "gamma"]).reset_index(drop=True)
     df["best_valid"] = df["valid_ppl"] == df["valid_ppl"].min()
     return df
 
@@ -85,7 +88,7 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
             raise ReplicateError(f"Figure 1{panel}: no result for tau={tau}, beta={beta}",
                                  "pass every point JSON of the panel")
         d = points[(tau, beta)]
-        summary.append({"panel": panel, "tau": tau, "beta": beta, "n_seeds": d["n_seeds"],
+        summary.append({"reading": d.get("reading"), "panel": panel, "tau": tau, "beta": beta, "n_seeds": d["n_seeds"],
                         "distance_mean": d["distance_mean"], "distance_std": d["distance_std"],
                         "distance_min": d["distance_min"], "distance_max": d["distance_max"],
                         "distance_at_init_mean": sum(r["distance_by_epoch"]["0"] for r in d["runs"]) / len(d["runs"]),
@@ -106,6 +109,54 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
 def _points(point_paths) -> dict[tuple[float, float], dict]:
     """The point JSONs of Figure 1, keyed by (tau, beta)."""
     return {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
+
+
+# A fall of the distance this small (or a tau difference this small) is within the seed-to-seed spread
+# measured for one point (max - min over seeds <= 0.009 at 12 epochs).
+SHAPE_TOLERANCE = 0.01
+
+
+def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str) -> pd.DataFrame:
+    """One row per section 6.2 reading: its Figure 1 points and whether it has the paper's shape.
+
+    Shape, as the paper's Figure 1 shows it: (a) the distance falls gradually with beta (no step: the
+    first beta interval carries at most 1.5x its linear share of the whole fall, e.g. 37.5 % with betas
+    0, 0.25, ..., 1, and no rise beyond SHAPE_TOLERANCE), (b) at beta = 1 it is lower at the largest tau
+    than at the smallest, and it ends near the paper's ~0.06 at beta = 1."""
+    by_reading: dict[str, dict] = {}
+    for d in map(rio.read_json, point_paths):
+        by_reading.setdefault(d["reading"], {})[(float(d["tau"]), float(d["beta"]))] = d
+    paper = pd.read_csv(paper_csv)
+    paper_end = float(paper.loc[(paper.panel == "a") & (paper.beta == 1.0), "distance"].iloc[0])
+    rows = []
+    for reading, pts in by_reading.items():
+        a = sorted((beta, pts[(tau, beta)]["distance_mean"]) for panel, tau, beta in panels
+                   if panel == "a" and (tau, beta) in pts)
+        b = sorted((tau, pts[(tau, beta)]["distance_mean"]) for panel, tau, beta in panels
+                   if panel == "b" and (tau, beta) in pts)
+        settings = next(iter(pts.values()))["runs"][0]["settings"]
+        row = {"reading": reading, "embedding_norm": settings.get("embedding_norm", "word_vectors"),
+               "optimizer": settings.get("optimizer"), "output_init": settings.get("output_init", "uniform"),
+               "lr": settings.get("lr"), "epochs": settings.get("epochs"),
+               "n_seeds": min(p["n_seeds"] for p in pts.values())}
+        row.update({f"beta{fmt(beta)}": dist for beta, dist in a})
+        row.update({f"tau{fmt(tau)}_beta1": dist for tau, dist in b})
+        if len(a) >= 3:
+            fall = a[0][1] - a[-1][1]
+            row["fall_0_to_1"] = fall
+            row["first_step_share"] = (a[0][1] - a[1][1]) / fall if fall > SHAPE_TOLERANCE else float("nan")
+            rises = max(later - earlier for (_, earlier), (_, later) in zip(a, a[1:]))
+            linear_share = (a[1][0] - a[0][0]) / (a[-1][0] - a[0][0])
+            row["gradual_in_beta"] = bool(fall > SHAPE_TOLERANCE and row["first_step_share"] <= 1.5 * linear_share
+                                          and rises <= SHAPE_TOLERANCE)
+            row["distance_beta1"] = a[-1][1]
+        if len(b) >= 2:
+            row["tau_effect"] = b[-1][1] - b[0][1]
+            row["lower_at_larger_tau"] = bool(row["tau_effect"] < -SHAPE_TOLERANCE)
+        row["paper_distance_beta1_approx"] = paper_end
+        row["protocol"] = protocol
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def figure1_epochs(point_paths, panels: list[tuple[str, float, float]], protocol: str) -> pd.DataFrame:
@@ -149,8 +200,8 @@ def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) ->
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=8)
     axes[0].set_ylabel("normalised subspace distance (L^T, W)")
-    fig.suptitle(f"Inan et al. 2017, section 6.2 replication — protocol: {summary['protocol'].iloc[0]}",
-                 fontsize=10)
+    fig.suptitle(f"Inan et al. 2017, section 6.2 replication — reading {summary['reading'].iloc[0]}, "
+                 f"protocol: {summary['protocol'].iloc[0]}", fontsize=10)
     return save_figure(fig, stem)
 
 

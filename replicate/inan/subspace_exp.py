@@ -1,9 +1,10 @@
 """Section 6.2 of Inan et al.: does the augmented loss pull W's column space onto L^T's?
 
 One run = a random contiguous slice of PTB train (``slice_words`` tokens; its start is drawn from
-the run's seed), a 2-layer untied LSTM (300 units, no dropout, no weight decay), input-embedding
-rows projected back to unit norm before every forward pass (so every update is followed by the
-projection, and the final matrix is measured with unit rows), trained with
+the run's seed), a 2-layer untied LSTM (300 units, no dropout, no weight decay), the input embedding
+projected back onto its norm constraint before every forward pass (``embedding_norm``: every word
+vector at unit norm, every row of the d x |V| matrix L at unit norm, or none; so every update is
+followed by the projection, and the final matrix is measured projected), trained with
 
     J = beta * J_aug * tau^2 * |V| + (1 - beta) * CE
 
@@ -30,6 +31,7 @@ from replicate import io as rio
 from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss, subspace_experiment_loss
+from replicate.inan.readings import fmt, points
 from replicate.inan.subspace import subspace_distance
 from replicate.lstm import MATH_MODULES as ENGINE_MATH_MODULES
 
@@ -38,7 +40,8 @@ from replicate.lstm import MATH_MODULES as ENGINE_MATH_MODULES
 MATH_MODULES = ("inan.losses", "inan.subspace", "inan.subspace_exp", *ENGINE_MATH_MODULES)
 # Settings of one run that are passed to the engine (replicate.lstm.config.resolve keys).
 ENGINE_KEYS = ("hidden_size", "num_layers", "init_scale", "batch_size", "bptt", "lr", "max_epoch", "decay",
-               "epochs", "clip", "eval_max_tokens", "max_batches", "log_every")
+               "schedule", "epochs", "clip", "eval_max_tokens", "max_batches", "log_every")
+EMBEDDING_NORMS = ("word_vectors", "dimensions", "none")
 
 
 def slice_start(n_tokens: int, slice_words: int, seed: int) -> int:
@@ -55,10 +58,22 @@ def normalize_rows_(weight: torch.Tensor) -> None:
     weight.div_(weight.norm(dim=1, keepdim=True).clamp_min(1e-12))
 
 
-def unit_norm_hook(model):
-    """Forward pre-hook: keep the input-embedding rows at unit norm before every forward pass."""
+@torch.no_grad()
+def project_embedding_(weight: torch.Tensor, norm: str) -> None:
+    """Apply the reading's constraint to E = L^T (|V| x d): ``word_vectors`` = unit rows of E (the word
+    vectors); ``dimensions`` = unit columns of E (the d rows of L); ``none`` = nothing."""
+    if norm == "word_vectors":
+        normalize_rows_(weight)
+    elif norm == "dimensions":
+        weight.div_(weight.norm(dim=0, keepdim=True).clamp_min(1e-12))
+    elif norm != "none":
+        raise ReplicateError(f"unknown embedding_norm {norm!r}", f"use one of {EMBEDDING_NORMS}")
+
+
+def unit_norm_hook(model, norm: str = "word_vectors"):
+    """Forward pre-hook: project the input embedding onto its constraint before every forward pass."""
     def hook(module, args):
-        normalize_rows_(module.embedding.weight)
+        project_embedding_(module.embedding.weight, norm)
     return model.register_forward_pre_hook(hook)
 
 
@@ -77,6 +92,9 @@ def make_extra_loss(beta: float, tau: float, soft_target_grad: bool = False):
 
 
 def embedding_distance(model) -> float:
+    """Subspace distance of L^T and W; NaN while W is exactly 0 (reading output_init: zero, at init)."""
+    if not model.output_weight.detach().any():
+        return float("nan")
     return subspace_distance(model.embedding.weight, model.output_weight)
 
 
@@ -118,11 +136,11 @@ class DistanceTracker:
     """on_epoch callback: subspace distance after every epoch (epoch 0 = at initialisation).
     Stateful, so the engine keeps its record across a checkpoint resume."""
 
-    def __init__(self, label: str, log=print):
-        self.label, self.log, self.distances = label, log, {}
+    def __init__(self, label: str, log=print, norm: str = "word_vectors"):
+        self.label, self.log, self.distances, self.norm = label, log, {}, norm
 
     def __call__(self, epoch, model, record):
-        normalize_rows_(model.embedding.weight)  # the state after the last update, projected
+        project_embedding_(model.embedding.weight, self.norm)  # the state after the last update, projected
         self.distances[str(int(epoch))] = embedding_distance(model)
         self.log(f"[{self.label}] epoch {epoch}: subspace distance {self.distances[str(int(epoch))]:.4f}")
 
@@ -142,17 +160,25 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
     slice_words = int(settings["slice_words"])
     start = slice_start(len(corpus.train), slice_words, seed)
     train = corpus.train[start:start + slice_words]
-    engine = {k: settings[k] for k in ENGINE_KEYS if settings.get(k) is not None}
+    engine = {"schedule": "later", "valid_batch_size": 1,
+              **{k: settings[k] for k in ENGINE_KEYS if settings.get(k) is not None}}
     engine.update(size="small", tying="untied", dropout="none", weight_decay=0.0, seed=int(seed))
     model, _, train_cfg = build(engine, vocab_size=len(corpus.vocab))  # seeded init
     model = model.to(device)
-    normalize_rows_(model.embedding.weight)
-    handle = unit_norm_hook(model)
+    norm = settings.get("embedding_norm", "word_vectors")
+    output_init = settings.get("output_init", "uniform")
+    if output_init == "zero":
+        torch.nn.init.zeros_(model.output_weight)
+    elif output_init != "uniform":
+        raise ReplicateError(f"unknown output_init {output_init!r}", "use uniform or zero")
+    project_embedding_(model.embedding.weight, norm)
+    handle = unit_norm_hook(model, norm)
     label = f"6.2 tau={fmt(tau)} beta={fmt(beta)} seed={seed}"
-    tracker = DistanceTracker(label, log)
+    tracker = DistanceTracker(label, log, norm)
     soft_grad = bool(settings.get("soft_target_grad", False))
     fingerprint = {"engine": engine, "tau": float(tau), "beta": float(beta), "slice_start": start,
-                   "slice_words": slice_words, "soft_target_grad": soft_grad}
+                   "slice_words": slice_words, "soft_target_grad": soft_grad, "embedding_norm": norm,
+                   "output_init": output_init}
     optimizer = settings.get("optimizer", "adam")
     if optimizer not in ("adam", "sgd"):
         raise ReplicateError(f"unknown 6.2 optimizer {optimizer!r}", "use adam or sgd")
@@ -163,7 +189,7 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
                       log=log, fingerprint=fingerprint)
     metrics = trainer.run()
     handle.remove()
-    normalize_rows_(model.embedding.weight)
+    project_embedding_(model.embedding.weight, norm)
     final = embedding_distance(model)
     norms = model.embedding.weight.detach().norm(dim=1)
     return {
@@ -200,7 +226,7 @@ def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu",
         records.append(record)
     dist = torch.tensor([r["distance"] for r in records], dtype=torch.float64)
     return {
-        "tau": tau, "beta": beta, "n_seeds": len(records),
+        "reading": spec.get("reading"), "tau": tau, "beta": beta, "n_seeds": len(records),
         "distance_mean": float(dist.mean()),
         "distance_std": float(dist.std()) if len(records) > 1 else 0.0,
         "distance_min": float(dist.min()), "distance_max": float(dist.max()),
@@ -208,18 +234,5 @@ def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu",
     }
 
 
-def points(subspace_cfg: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """(panel, tau, beta) of every point of Figure 1 (a: tau fixed, beta sweep; b: beta fixed, tau sweep)."""
-    a, b = subspace_cfg["panel_a"], subspace_cfg["panel_b"]
-    pts = [("a", float(a["tau"]), float(beta)) for beta in a["betas"]]
-    pts += [("b", float(tau), float(b["beta"])) for tau in b["taus"]]
-    return pts
-
-
-def fmt(x: float) -> str:
-    """Canonical text of a tau / beta value in file names (10.0 -> '10', 0.25 -> '0.25')."""
-    return f"{float(x):g}"
-
-
 __all__ = ["DistanceTracker", "run_point", "run_one", "points", "fmt", "slice_start", "make_extra_loss", "unit_norm_hook",
-           "normalize_rows_", "AdamPreconditioner"]
+           "normalize_rows_", "project_embedding_", "AdamPreconditioner"]

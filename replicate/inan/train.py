@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from replicate.errors import ReplicateError
-from replicate.inan.losses import augmented_loss
+from replicate.lstm import MATH_MODULES
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "vd": {"label": "VD-LSTM", "tying": "untied", "al": False},
@@ -19,28 +19,36 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "re": {"label": "+RE", "tying": "tied_nobias", "al": False},
     "real": {"label": "+REAL", "tying": "tied_nobias", "al": True},
 }
+# Code that decides a Table 1 / ablation run's numbers (the engine's math + the augmented loss)
+TRAIN_MODULES = ("inan.losses", "inan.train", *MATH_MODULES)
 # per-size keys that are Inan's (not engine settings)
-AL_KEYS = ("tau", "alpha")
+AL_KEYS = ("tau", "gamma", "soft_target_grad")
 
 
 class AugmentedLoss:
-    """The engine's ``extra_loss``: alpha * J_aug (per-token mean; the engine scales it by T like the CE).
+    """The engine's ``extra_loss``: alpha * J_aug with alpha = gamma * tau (per-token mean; the engine scales
+    it by T like the CE).
 
-    It has ``state_dict``/``load_state_dict``, so the engine stores its settings in the checkpoint and
-    a resume with a different tau / alpha / switch is refused instead of silently mixing objectives."""
+    The weight as the paper's appendix states it (quoted by the one public implementation, an unofficial
+    Keras port: ``loss += gamma * tau * KL``, gamma 0.5-0.8, tau 10-20). It has
+    ``state_dict``/``load_state_dict``, so the engine stores its settings in the checkpoint and a resume
+    with a different tau / gamma / switch is refused instead of silently mixing objectives."""
 
-    def __init__(self, tau: float, alpha: float, soft_target_grad: bool = False):
-        if tau <= 0 or alpha < 0:
-            raise ReplicateError(f"augmented loss needs tau > 0 and alpha >= 0 (got tau={tau}, alpha={alpha})",
-                                 "fix inan.*.tau / alpha in the config")
-        self.tau, self.alpha, self.soft_target_grad = float(tau), float(alpha), bool(soft_target_grad)
+    def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False):
+        if tau <= 0 or gamma < 0:
+            raise ReplicateError(f"augmented loss needs tau > 0 and gamma >= 0 (got tau={tau}, gamma={gamma})",
+                                 "fix inan.sizes.<size>.tau / gamma in the config")
+        self.tau, self.gamma, self.soft_target_grad = float(tau), float(gamma), bool(soft_target_grad)
+        self.alpha = self.gamma * self.tau
 
     def __call__(self, logits, targets, features, model):
+        from replicate.inan.losses import augmented_loss  # torch: imported when training, not by the workflow
+
         j_aug = augmented_loss(logits, targets, model.embedding.weight, self.tau, self.soft_target_grad)
         return self.alpha * j_aug
 
     def state_dict(self) -> dict:
-        return {"tau": self.tau, "alpha": self.alpha, "soft_target_grad": self.soft_target_grad}
+        return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad}
 
     def load_state_dict(self, state: dict) -> None:
         if state != self.state_dict():
@@ -53,13 +61,15 @@ def run_settings(size_cfg: dict[str, Any], size: str, variant: str, seed: int,
                  overrides: dict[str, Any] | None = None) -> tuple[dict[str, Any], AugmentedLoss | None]:
     """Engine settings of one Table 1 cell and its extra loss (None without AL).
 
-    ``size_cfg`` is the config block of one size (engine keys + tau + alpha + soft_target_grad)."""
+    ``size_cfg`` is the config block of one size (engine keys + tau + gamma + soft_target_grad). ``max_epoch``
+    counts the epochs at the initial lr unless the block sets another ``schedule``."""
     if variant not in VARIANTS:
         raise ReplicateError(f"unknown Inan variant {variant!r}", f"use one of {sorted(VARIANTS)}")
     cfg = {**size_cfg, **(overrides or {})}
     v = VARIANTS[variant]
-    al = AugmentedLoss(cfg["tau"], cfg["alpha"], cfg.get("soft_target_grad", False)) if v["al"] else None
-    engine = {k: val for k, val in cfg.items() if k not in (*AL_KEYS, "soft_target_grad") and val is not None}
+    al = AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False)) if v["al"] else None
+    engine = {"schedule": "later", "valid_batch_size": 1,
+              **{k: val for k, val in cfg.items() if k not in AL_KEYS and val is not None}}
     preset = size if size in ("small", "medium", "large") else "small"
     engine.update(size=preset, tying=v["tying"], dropout="inan", seed=int(seed))
     return engine, al

@@ -1,10 +1,11 @@
-# Inan et al. 2017: Table 1 (VD-LSTM, +AL, +RE, +REAL), the tau x alpha ablation and section 6.2
+# Inan et al. 2017: Table 1 (VD-LSTM, +AL, +RE, +REAL), the tau x gamma ablation and section 6.2
 # (Figure 1). Training is the Press & Wolf engine (replicate/lstm) + the augmented loss (replicate/inan).
 # Targets and spec functions: inan_common.smk.
 localrules:
     inan_table1,
     inan_ablation_table,
     inan_figure1,
+    inan_subspace_readings,
 
 
 rule inan_train:
@@ -40,12 +41,12 @@ rule inan_ablation_train:
     input:
         corpus="results/data/{dataset}/corpus.pt",
     output:
-        metrics="results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_alpha{alpha}/metrics.json",
+        metrics="results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json",
     wildcard_constraints:
         size="small|medium|large",
         variant="al|real",
         tau=r"[0-9.e+-]+",
-        alpha=r"[0-9.e+-]+",
+        gamma=r"[0-9.e+-]+",
     params:
         spec=_with_config(inan_ablation_spec),
         out_dir=subpath(output.metrics, parent=True),
@@ -58,9 +59,9 @@ rule inan_ablation_train:
         runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
         gpu=train_gpus,
     log:
-        "results/logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_alpha{alpha}.log",
+        "results/logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.log",
     benchmark:
-        "results/benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_alpha{alpha}.tsv"
+        "results/benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.tsv"
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -89,7 +90,7 @@ rule inan_ablation_table:
         INAN_ABLATION_RUNS,
     output:
         report("results/tables/inan_ablation.csv", caption="../report/inan_ablation.rst", category="Inan et al.",
-               labels={"table": "tau x alpha ablation"}),
+               labels={"table": "tau x gamma ablation"}),
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
@@ -105,13 +106,14 @@ rule inan_subspace_point:
     input:
         corpus="results/data/ptb/corpus.pt",
     output:
-        "results/inan/subspace/tau{tau}_beta{beta}.json",
+        "results/inan/subspace/{reading}/tau{tau}_beta{beta}.json",
     wildcard_constraints:
+        reading=r"[a-z0-9_]+",
         tau=r"[0-9.e+-]+",
         beta=r"[0-9.e+-]+",
     params:
         spec=inan_point_spec,
-        work_dir="results/inan/subspace/runs/tau{tau}_beta{beta}",
+        work_dir="results/inan/subspace/runs/{reading}/tau{tau}_beta{beta}",
         device=config["device"],
         tf32="--allow-tf32" if config["allow_tf32"] else "",
         code=code_version(*INAN_CODE),
@@ -119,9 +121,9 @@ rule inan_subspace_point:
     resources:
         gpu=train_gpus,
     log:
-        "results/logs/inan/subspace/tau{tau}_beta{beta}.log",
+        "results/logs/inan/subspace/{reading}/tau{tau}_beta{beta}.log",
     benchmark:
-        "results/benchmarks/inan/subspace/tau{tau}_beta{beta}.tsv"
+        "results/benchmarks/inan/subspace/{reading}/tau{tau}_beta{beta}.tsv"
     shell:
         "python -m replicate inan subspace --spec {params.spec:q} --corpus {input.corpus} --out {output} "
         "--work-dir {params.work_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -152,8 +154,28 @@ rule inan_figure1:
         "{input.points} > {log} 2>&1"
 
 
+rule inan_subspace_readings:
+    input:
+        points=INAN_READING_POINTS,
+        paper="paper/reference/inan_figure1.csv",
+    output:
+        report("results/tables/inan_subspace_readings.csv", caption="../report/inan_subspace_readings.rst",
+               category="Inan et al.", labels={"table": "section 6.2 readings"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan"),
+    log:
+        "results/logs/inan/subspace_readings.log",
+    shell:
+        "python -m replicate inan readings-table --spec {params.spec:q} --protocol {params.protocol} "
+        "--paper {input.paper} --out {output} {input.points} > {log} 2>&1"
+
+
 TARGETS.append("results/tables/inan_table1.csv")
 if INAN_AB["enabled"]:
     TARGETS.append("results/tables/inan_ablation.csv")
 if INAN_SUB["enabled"]:
     TARGETS.extend(["results/tables/inan_figure1.csv", "results/figures/inan_figure1.png"])
+    if len(INAN_READINGS) > 1:
+        TARGETS.append("results/tables/inan_subspace_readings.csv")

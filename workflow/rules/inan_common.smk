@@ -1,5 +1,5 @@
 # Inan et al. 2017: config views, target lists and run-spec functions used by inan.smk.
-from replicate.inan.subspace_exp import fmt as inan_fmt, points as inan_points
+from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names, reading_seeds, reading_settings
 from replicate.inan.train import run_settings as inan_run_settings
 
 INAN = config["inan"]
@@ -11,11 +11,19 @@ INAN_CODE = ("inan", *LSTM_RUN_MODULES)
 INAN_TABLE1_RUNS = expand("results/inan/table1/{dataset}/{size}_{variant}/metrics.json",
                           dataset=INAN_T1["datasets"], size=INAN_T1["sizes"], variant=INAN_T1["variants"])
 INAN_ABLATION_RUNS = expand(
-    "results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_alpha{alpha}/metrics.json",
+    "results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json",
     dataset=INAN_AB["dataset"], size=INAN_AB["size"], variant=INAN_AB["variant"],
-    tau=[inan_fmt(t) for t in INAN_AB["taus"]], alpha=[inan_fmt(a) for a in INAN_AB["alphas"]])
-INAN_POINTS = sorted({f"results/inan/subspace/tau{inan_fmt(t)}_beta{inan_fmt(b)}.json"
-                      for _, t, b in inan_points(INAN_SUB)})
+    tau=[inan_fmt(t) for t in INAN_AB["taus"]], gamma=[inan_fmt(g) for g in INAN_AB["gammas"]])
+INAN_READINGS = reading_names(INAN_SUB)  # Figure 1's reading first
+
+
+def inan_reading_points(reading):
+    return sorted({f"results/inan/subspace/{reading}/tau{inan_fmt(t)}_beta{inan_fmt(b)}.json"
+                   for _, t, b in inan_points(INAN_SUB)})
+
+
+INAN_POINTS = inan_reading_points(INAN_SUB["figure_reading"])
+INAN_READING_POINTS = [p for r in INAN_READINGS for p in inan_reading_points(r)]
 
 
 
@@ -31,8 +39,8 @@ def inan_table1_spec(wc):
 def inan_ablation_spec(wc):
     spec = {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_AB["seed"],
             "size_settings": inan_size_settings(wc.size), "reduction": INAN_AB["reduction"],
-            "overrides": {**INAN_AB["overrides"], "tau": float(wc.tau), "alpha": float(wc.alpha)},
-            "tag": f"tau{wc.tau}_alpha{wc.alpha}"}
+            "overrides": {**INAN_AB["overrides"], "tau": float(wc.tau), "gamma": float(wc.gamma)},
+            "tag": f"tau{wc.tau}_gamma{wc.gamma}"}
     return spec
 
 
@@ -51,6 +59,10 @@ def _engine_settings(spec_of):
 
 
 def inan_point_spec(wc):
-    spec = {"subspace": INAN_SUB, "tau": float(wc.tau), "beta": float(wc.beta), "seeds": INAN_SUB["seeds"]}
-    return spec_json({**spec, "config": run_config(None, inan_subspace=INAN_SUB, tau=float(wc.tau),
-                                                   beta=float(wc.beta))})
+    """One point of one reading: that reading's settings and seeds only (editing another reading, or the
+    list of compared readings, reruns nothing here)."""
+    settings = reading_settings(INAN_SUB, wc.reading)
+    spec = {"reading": wc.reading, "subspace": settings, "tau": float(wc.tau), "beta": float(wc.beta),
+            "seeds": reading_seeds(INAN_SUB, wc.reading)}
+    return spec_json({**spec, "config": run_config(None, inan_subspace=settings, reading=wc.reading,
+                                                   tau=float(wc.tau), beta=float(wc.beta))})
