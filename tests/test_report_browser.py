@@ -169,6 +169,19 @@ def open_in_chromium(html: Path, screenshot: Path) -> dict:
                                  .map(e => e.getAttribute('src') || e.getAttribute('href'))
                                  .filter(u => !u.startsWith('data:')),
                     height: document.documentElement.scrollHeight,
+                    pageWidth: document.documentElement.scrollWidth,
+                    viewportWidth: window.innerWidth,
+                    tables: Array.from(document.querySelectorAll('table')).map(t => {
+                      const box = t.parentElement.getBoundingClientRect();
+                      const style = getComputedStyle(t.parentElement);
+                      const right = box.right - parseFloat(style.paddingRight);
+                      return {
+                        head: Array.from(t.querySelectorAll('th')).map(h => h.textContent).join(' | ').slice(0, 120),
+                        right: t.getBoundingClientRect().right, containerRight: right,
+                        scrollWidth: t.scrollWidth, clientWidth: t.clientWidth,
+                        tallestRow: Math.max(0, ...Array.from(t.rows).map(r => r.getBoundingClientRect().height)),
+                      };
+                    }),
                   };
                 })()""")["result"]["value"]
             errors = []
@@ -210,6 +223,38 @@ def test_devtools_client_sees_console_errors_and_broken_images(tmp_path):
     assert any("boom" in e for e in state["console_errors"])
 
 
+def assert_tables_fit(state: dict, max_row_px: float = 240) -> None:
+    """At 1280 px no table is wider than the text column or scrolls sideways, the page does not
+    scroll sideways, and no table row is taller than ``max_row_px``."""
+    assert state["viewportWidth"] == 1280
+    assert state["pageWidth"] <= state["viewportWidth"], "the page scrolls sideways"
+    assert state["tables"], "no table in the report"
+    for t in state["tables"]:
+        assert t["right"] <= t["containerRight"] + 0.5, f"table wider than the page: {t}"
+        assert t["scrollWidth"] <= t["clientWidth"] + 1, f"table scrolls sideways: {t}"
+        assert t["tallestRow"] <= max_row_px, f"table row {t['tallestRow']:.0f} px tall: {t}"
+
+
+@pytest.mark.browser
+def test_tables_fit_1280_on_results_as_wide_as_the_default_run(tmp_path):
+    """Seven widths of the initial-loss pivot, a Press & Wolf ablation cell, URL sources: still no
+    table wider than the page (and the check can fail: a 40-column table does not fit)."""
+    from test_report_build import TEMPLATE, add_wide_results, make_results
+
+    from replicate.report.build import build
+
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "out/report.md", tmp_path / "out/index.html")
+    assert_tables_fit(open_in_chromium(tmp_path / "out/index.html", tmp_path / "wide.png"))
+    wide = tmp_path / "too_wide.html"
+    cells = "".join(f"<td>{1000000 + i:,}</td>" for i in range(40))
+    wide.write_text((tmp_path / "out/index.html").read_text().replace(
+        "<main>", f"<main><table><tr>{cells}</tr></table>", 1).replace(
+        "td[style*=\"right\"]", "td"))  # every cell a nowrap number
+    with pytest.raises(AssertionError, match="wider than the page|scrolls sideways"):
+        assert_tables_fit(open_in_chromium(wide, tmp_path / "too_wide.png"))
+
+
 @pytest.mark.slow
 @pytest.mark.browser
 def test_report_in_headless_chromium(smoke_run):
@@ -222,5 +267,6 @@ def test_report_in_headless_chromium(smoke_run):
     assert state["external"] == [], f"the report must be self-contained, but loads {state['external']}"
     for section in ("Summary", "Compute", "Provenance"):
         assert any(section in h for h in state["headings"]), state["headings"]
+    assert_tables_fit(state)
     shot = (ARTIFACTS / "report.png").read_bytes()
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000

@@ -6,16 +6,20 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import REPO_ROOT, run_snakemake
 from replicate.report.build import build
-from replicate.report.document import NOT_RUN, fmt_number, fmt_percent
+from replicate.report.claims import CLAIMS
+from replicate.report.render import to_html
+from replicate.report.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
 
 TEMPLATE = REPO_ROOT / "paper/report_template.md"
 SECTION_HEADINGS = ["Summary", "Press & Wolf 2017", "Inan et al. 2017", "The initial loss of tied transformers",
@@ -25,37 +29,45 @@ PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4
 
 
 class _Tables(HTMLParser):
-    """Collect tables (data-source, rows of (text, data-value)), headings and figures of the HTML report."""
+    """Collect tables (header, rows of cell texts, the result file linked under the table), headings,
+    embedded figures and paragraphs of the HTML report."""
 
     def __init__(self):
         super().__init__()
-        self.tables, self.headings, self.figures, self.imgs = [], [], [], []
-        self._cell = None
-        self._head = None
+        self.tables, self.headings, self.figures, self.imgs, self.paragraphs = [], [], [], [], []
+        self._cell = self._head = self._link = self._para = None
+        self._in_table = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "table":
-            self.tables.append({"source": a.get("data-source"), "header": [], "rows": []})
-        elif tag == "tr" and self.tables:
+            self.tables.append({"source": None, "header": [], "rows": []})
+            self._in_table = True
+        elif tag == "tr" and self._in_table:
             self.tables[-1]["rows"].append([])
         elif tag in ("td", "th"):
-            self._cell = {"tag": tag, "text": "", "raw": a.get("data-value"), "cls": a.get("class", "")}
+            self._cell = {"tag": tag, "text": "", "cls": a.get("class", "")}
         elif tag in ("h1", "h2", "h3"):
             self._head = ""
-        elif tag == "figure":
-            self.figures.append(a.get("data-figure"))
         elif tag == "img":
             self.imgs.append(a.get("src", ""))
+            self.figures.append(a.get("data-figure"))
+        elif tag == "a" and not self._in_table and self.tables and self.tables[-1]["source"] is None:
+            self._link = ""
+        elif tag == "p":
+            self._para = ""
 
     def handle_data(self, data):
+        for attr in ("_head", "_link", "_para"):
+            if getattr(self, attr) is not None:
+                setattr(self, attr, getattr(self, attr) + data)
         if self._cell is not None:
             self._cell["text"] += data
-        if self._head is not None:
-            self._head += data
 
     def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
+        if tag == "table":
+            self._in_table = False
+        elif tag in ("td", "th") and self._cell is not None:
             if self._cell["tag"] == "th":
                 self.tables[-1]["header"].append(self._cell["text"])
             else:
@@ -64,6 +76,15 @@ class _Tables(HTMLParser):
         elif tag in ("h1", "h2", "h3") and self._head is not None:
             self.headings.append(self._head)
             self._head = None
+            if self.tables:  # a table's source link comes before the next heading or not at all
+                self.tables[-1]["source"] = self.tables[-1]["source"] or ""
+        elif tag == "a" and self._link is not None:
+            if self._link.startswith("results/"):
+                self.tables[-1]["source"] = self._link
+            self._link = None
+        elif tag == "p" and self._para is not None:
+            self.paragraphs.append(" ".join(self._para.split()))
+            self._para = None
 
 
 def parse(html: str) -> _Tables:
@@ -74,28 +95,57 @@ def parse(html: str) -> _Tables:
     return p
 
 
+def shown(x: float) -> set[str]:
+    """Every way the report may show the number ``x``."""
+    return {fmt_number(x, 2), fmt_number(x, 3), fmt_percent(x)} | ({fmt_number(int(x))} if x == int(x) else set())
+
+
+def _cell_from_row(text: str, values: list[str]) -> bool:
+    """True if ``text`` shows one of the CSV row's ``values`` (a number formatted, a string, yes/no)."""
+    if text in values or text in (NOT_RUN, NO_VALUE):
+        return True
+    for v in values:
+        if v.lower() in ("true", "false") and text == ("yes" if v.lower() == "true" else "no"):
+            return True
+        if _is_num(v) and text in shown(float(v)):
+            return True
+    return False
+
+
 def assert_table_matches_csv(table: dict, csv: Path) -> int:
-    """Every cell with a data-value equals the CSV's value in its row, and its text is the formatted value.
-    Returns the number of numeric cells checked."""
+    """Row by row, every cell of the HTML table shows a value of the same CSV row (a number exactly as
+    formatted from the CSV's value). Returns the number of numeric cells checked."""
     frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
     assert len(table["rows"]) == len(frame), f"{csv}: {len(table['rows'])} rows in HTML, {len(frame)} in CSV"
     checked = 0
     for row, (_, rec) in zip(table["rows"], frame.iterrows()):
-        csv_values = list(rec.values)
+        values = [" ".join(v.split()) for v in rec.values]
         for cell in row:
-            if cell["raw"] is None:  # an empty CSV cell (or a column the CSV lacks)
-                assert cell["text"] in (NOT_RUN, "not published", "—"), cell
-                continue
-            try:
-                x = float(cell["raw"])
-            except ValueError:
-                assert cell["raw"] in csv_values, (csv, cell)
-                continue
-            matches = [v for v in csv_values if _is_num(v) and math.isclose(float(v), x, rel_tol=1e-12, abs_tol=0)]
-            assert matches, f"{csv}: HTML value {cell['raw']} not in the CSV row {csv_values}"
-            assert cell["text"] in (fmt_number(x, 2), fmt_number(x, 3), fmt_percent(x),
-                                    fmt_number(int(x)) if x == int(x) else None), (cell, x)
-            checked += 1
+            assert _cell_from_row(cell["text"], values), f"{csv}: HTML cell {cell['text']!r} not in the row {values}"
+            checked += NUMBER.fullmatch(cell["text"]) is not None
+    return checked
+
+
+NUMBER = re.compile(r"[+-]?[\d,]+(\.\d+)?(e[+-]\d+)?%?")
+
+
+IL_SUMMARY = "results/tables/initial_loss_summary.csv"
+
+
+def assert_pivot_matches_csv(table: dict, csv: Path) -> int:
+    """An initial-loss pivot: the cell under ``d=<d>`` shows the measured loss of a CSV row with the
+    row's head and that width, the ``ref.`` cell beside it the same row's reference loss."""
+    tidy = pd.read_csv(csv)
+    checked = 0
+    for row in table["rows"]:
+        part = tidy[tidy["head"] == row[0]["text"]]
+        for i, name in enumerate(table["header"]):
+            if name.startswith("d="):
+                at = part[part["d"] == int(name[2:])]
+                pairs = {(fmt_number(m), fmt_number(r)) for m, r in zip(at["loss_mean"], at["reference_loss"])}
+                assert (row[i]["text"], row[i + 1]["text"]) in pairs, (csv, name, row[0]["text"], pairs)
+                checked += 2
+    assert checked, f"{csv}: no width column in the pivot {table['header']}"
     return checked
 
 
@@ -105,6 +155,19 @@ def _is_num(v: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def assert_common_values_above(doc) -> None:
+    """No table repeats one text value in every row of a text column: such values are stated once
+    above the table (row labels and verdicts excepted)."""
+    labels = {"model", "verdict", "head", "PR form", "claim", "job", "run", "package", "versions", "key", "value"}
+    for t in doc.tables:
+        if len(t["rows"]) < 2:
+            continue
+        for i, name in enumerate(t["header"]):
+            texts = {r[i]["text"] for r in t["rows"]}
+            if name not in labels and len(texts) == 1 and not NUMBER.fullmatch(texts.pop()):
+                raise AssertionError(f"column {name!r} of {t['source'] or t['header']} repeats one value in every row")
 
 
 # ---------------------------------------------------------------------------- synthetic results
@@ -126,12 +189,16 @@ def make_results(root: Path, contradict: bool = False) -> Path:
             ("small_wt", "Small + WT", 39.0, wt_valid, 113.0, 36.4, 117.5, 112.4),
             ("small_pr", "Small + PR", 52.0, 116.5, 111.0, 50.8, 116.0, 111.7),
             ("small_wt_pr", "Small + WT + PR", 55.0, 105.0, 101.0, 53.5, 104.9, 100.9)]:
-        r = {"cell": cell, "row": row, "protocol": "reduced", "n_seeds": 1, "epochs": 13, "params_m_ours": 4.65,
-             "params_m_paper": 4.65}
+        params = (2.65 if "_wt" in cell else 4.65) + (0.04 if "_pr" in cell else 0)
+        r = {"cell": cell, "row": row, "protocol": "reduced", "n_seeds": 1, "epochs": 13, "params_m_ours": params,
+             "params_m_paper": params}
         for k, ours, paper in (("train", tr, ptr), ("valid", va, pva), ("test", te, pte)):
             r |= {f"{k}_ours": ours, f"{k}_paper": paper, f"{k}_diff": ours - paper,
                   f"{k}_rel_diff": (ours - paper) / paper}
-        rows.append(r | {"train_clean_ours": tr - 1, "source": "Press & Wolf 2017 Table 6"})
+        pr = "_pr" in cell
+        rows.append(r | {"train_clean_ours": tr - 1, "schedule": "r0.8", "gate_bias": "tf",
+                         "pr_form": "authors_code" if pr else None, "pr_lambda": 0.15 if pr else None,
+                         "code_version": "e6e203a98323afa0", "source": "Press & Wolf 2017 Table 6"})
     pd.DataFrame(rows).to_csv(res / "tables/press_wolf_table6.csv", index=False)
     for cell in ("small", "small_wt"):
         run = res / "press_wolf" / cell / "seed1"
@@ -149,6 +216,146 @@ def make_results(root: Path, contradict: bool = False) -> Path:
     return res
 
 
+WIDTHS = [64, 128, 256, 512, 1024, 2048, 4096]
+IL_VARIANTS = [  # branches, init, head, tied, rescale, reference kind (the default configuration's heads)
+    ("zero", "normal", "tied", True, False, "theory"),
+    ("zero", "normal", "tied+rescale", True, True, "theory_rescaled"),
+    ("zero", "normal", "untied", False, False, "log_n"),
+    ("zero", "normal", "untied+rescale", False, True, "log_n"),
+    ("zero", "normal", "tied+orthogonal", True, False, "log_n"),
+    ("zero", "normal", "tied+shuffle", True, False, "log_n"),
+    ("normal", "trunc_normal", "tied", True, False, "log_n"),
+    ("normal", "trunc_normal", "untied", False, False, "log_n")]
+
+
+def add_wide_results(res: Path) -> Path:
+    """Results as wide as the default configuration's: a Press & Wolf ablation cell, the initial-loss
+    sweep over 7 widths, the essay's theory table, model families with URL sources, Inan Table 1 in its
+    owner's format (``valid_ppl``, ``paper_valid_ppl``, ...)."""
+    t = res / "tables"
+    pw = pd.read_csv(t / "press_wolf_table6.csv")
+    ablation = pw[pw["cell"] == "small_wt_pr"].assign(cell="small_wt_pr@pr_form=squared", row=None, pr_form="squared",
+                                                      source="no published number", valid_ours=103.5)
+    for col in [c for c in pw.columns if "paper" in c or "diff" in c]:
+        ablation[col] = None
+    pd.concat([pw, ablation]).to_csv(t / "press_wolf_table6.csv", index=False)
+    n, rows = 32000, []
+    for branches, init, head, tied, rescale, kind in IL_VARIANTS:
+        for d in WIDTHS:
+            s = 0.02 * (d ** 0.5 if rescale else d)
+            ref = float(np.logaddexp(s, math.log(n - 1))) if kind != "log_n" else math.log(n)
+            loss = ref + 0.01 * math.log2(d) + 0.001 * len(head)
+            rows.append({"token_dist": "uniform", "branches": branches, "init": init, "std": "0.02", "head": head,
+                         "tied": tied, "rescale": rescale, "mixer": "none", "d": d, "n": n, "n_layers": 12,
+                         "sigma": 0.02, "loss_mean": loss, "loss_sd": 0.001, "n_seeds": 2, "reference_kind": kind,
+                         "reference_loss": ref, "diff": loss - ref, "rel_diff": (loss - ref) / ref,
+                         "protocol": "reduced"})
+    pd.DataFrame(rows).to_csv(t / "initial_loss_summary.csv", index=False)
+    pd.DataFrame([{"std": "0.02", "d": d, "sigma": 0.02, "n": n, "d_sigma": 0.02 * d, "exp_d_sigma": math.exp(0.02 * d),
+                   "log10_exp_d_sigma": 0.02 * d / math.log(10),
+                   "theory_loss": float(np.logaddexp(0.02 * d, math.log(n)))}
+                  for d in (512, 4096)]).to_csv(t / "initial_loss_theory.csv", index=False)
+    pd.DataFrame([{"family": "Llama 2", "model": f"Llama-2-{size}", "vocab_size": 32000, "d_model": d,
+                   "n_layers": layers, "tied": False, "total_params": total, "embedding_params": 2 * 32000 * d,
+                   "embedding_share": 2 * 32000 * d / total, "pp_tied_grad_mib_bf16": 32000 * d * 2 / 2**20,
+                   "source": f"https://huggingface.co/meta-llama/Llama-2-{size}-hf/blob/main/config.json"}
+                  for size, d, layers, total in (("7b", 4096, 32, 6738415616), ("70b", 8192, 80, 68976648192))]
+                 ).to_csv(t / "model_families.csv", index=False)
+    rows = []
+    for model, valid, paper in (("VD-LSTM", 95.5, 92.6), ("+AL", 90.25, 86.3), ("+RE", 91.0, 89.9),
+                                ("+REAL", 88.5, 86.3)):
+        rows.append({"dataset": "ptb", "size": "small", "model": model, "valid_ppl": valid, "paper_valid_ppl": paper,
+                     "valid_diff": valid - paper, "valid_rel_diff": (valid - paper) / paper, "test_ppl": valid - 3,
+                     "paper_test_ppl": paper - 4, "test_diff": valid - paper + 1,
+                     "test_rel_diff": (valid - paper + 1) / (paper - 4),
+                     "train_ppl": valid - 20, "params": 6_000_000, "tau": None if model in ("VD-LSTM", "+RE") else 10.0,
+                     "alpha": None if model in ("VD-LSTM", "+RE") else 1.0, "dropout_rate": 0.5, "epochs": 15,
+                     "protocol": "reduced (15 epochs)", "paper_source": "Inan et al. 2017 Table 1", "variant": model})
+    pd.DataFrame(rows).to_csv(t / "inan_table1.csv", index=False)
+    return res
+
+
+def _table(doc, name: str) -> dict:
+    return next(t for t in doc.tables if t["source"] == f"results/tables/{name}.csv")
+
+
+def test_press_wolf_table_view(tmp_path):
+    """Per cell: model, params, train running (ours | paper), train clean, valid and test (ours | paper |
+    rel. diff), PR form; settings common to every cell once above the table; an ablation cell has no paper number."""
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    doc = parse((tmp_path / "r.html").read_text())
+    t6 = _table(doc, "press_wolf_table6")
+    assert t6["header"] == ["model", "params M", "train (running) ours", "train (running) paper", "train (clean) ours",
+                            "valid ours", "valid paper", "valid rel. diff", "test ours", "test paper", "test rel. diff",
+                            "PR form"]
+    assert assert_table_matches_csv(t6, res / "tables/press_wolf_table6.csv") >= 5 * 6
+    ablation = [c["text"] for c in t6["rows"][-1]]
+    assert ablation[0] == "small_wt_pr@pr_form=squared" and ablation[-1] == "squared"
+    assert ablation[3] == ablation[6] == ablation[7] == ablation[9] == NO_VALUE
+    assert [r[-1]["text"] for r in t6["rows"][:2]] == [NO_VALUE, NO_VALUE]
+    text = " ".join(doc.paragraphs)
+    assert "train (running) is the mean perplexity over the last epoch's batches" in text
+    assert "what the TF scripts print and what Table 6 reports" in text and "Table 5's BD rows" in text
+    common = next(p for p in doc.paragraphs if p.startswith("Same in every row: protocol reduced; seeds"))
+    assert "seeds 1; epochs 13; schedule r0.8" in common and "gate bias tf" in common
+    assert "PR weight λ 0.15 (where used)" in common
+    assert_common_values_above(doc)
+
+
+def test_inan_table1_shows_ours_and_paper(tmp_path):
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    doc = parse((tmp_path / "r.html").read_text())
+    t1 = _table(doc, "inan_table1")
+    assert t1["header"] == ["model", "valid ours", "valid paper", "valid rel. diff", "test ours", "test paper",
+                            "test rel. diff"]
+    assert [c["text"] for c in t1["rows"][1][:3]] == ["+AL", "90.25", "86.30"]
+    assert assert_table_matches_csv(t1, res / "tables/inan_table1.csv") == 4 * 6
+    assert any(p.startswith("Same in every row:") and "tau 10.00 (where used)" in p for p in doc.paragraphs)
+
+
+def test_huge_values_in_scientific_notation(tmp_path):
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    doc = parse((tmp_path / "r.html").read_text())
+    theory = _table(doc, "initial_loss_theory")
+    column = [r[theory["header"].index("exp d sigma")]["text"] for r in theory["rows"]]
+    assert column == ["28,001.13", f"{math.exp(0.02 * 4096):.2e}"] and column[1].endswith("e+35")
+    assert assert_table_matches_csv(theory, res / "tables/initial_loss_theory.csv") > 0
+    cells = [c["text"] for t in doc.tables for r in t["rows"] for c in r]
+    assert not [c for c in cells if re.search(r"\d(,?\d){15}", c)], "a number printed with more than 15 digits"
+    assert fmt_number(3.779235517797089e35) == "3.78e+35" and fmt_number(6713706352.613539) == "6.71e+09"
+    assert fmt_number(66_000_000) == "66,000,000"
+
+
+def test_initial_loss_pivot_width_by_variant(tmp_path):
+    """One table per trunk, one row per output head, per width the measured loss beside its reference;
+    the tidy CSV linked under each table."""
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    doc = parse((tmp_path / "r.html").read_text())
+    pivots = [t for t in doc.tables if t["source"] == "results/tables/initial_loss_summary.csv"]
+    trunks = list(dict.fromkeys((b, i) for b, i, *_ in IL_VARIANTS))
+    assert len(pivots) == len(trunks)
+    tidy = pd.read_csv(res / "tables/initial_loss_summary.csv")
+    for pivot, (branches, init) in zip(pivots, trunks):
+        heads = [(h, kind) for b, i, h, _, _, kind in IL_VARIANTS if (b, i) == (branches, init)]
+        assert [r[0]["text"] for r in pivot["rows"]] == [h for h, _ in heads]
+        kinds = {k for _, k in heads}
+        first = pivot["header"].index("d=64")
+        assert pivot["header"][:first] == ["head"] + (["reference"] if len(kinds) > 1 else [])
+        assert pivot["header"][first:] == [x for d in WIDTHS for x in (f"d={d}", "ref.")]
+        for row, (head, _) in zip(pivot["rows"], heads):
+            part = tidy[(tidy["branches"] == branches) & (tidy["head"] == head)].set_index("d")
+            for i, d in enumerate(WIDTHS):
+                assert row[first + 2 * i]["text"] == fmt_number(part.loc[d, "loss_mean"])
+                assert row[first + 2 * i + 1]["text"] == fmt_number(part.loc[d, "reference_loss"])
+        assert assert_pivot_matches_csv(pivot, res / "tables/initial_loss_summary.csv") == 2 * len(WIDTHS) * len(heads)
+        lead = next(p for p in doc.paragraphs if p.startswith("In this table:") and f"branches {branches};" in p)
+        assert f"init {init};" in lead and "σ 0.02" in lead and "layers 12" in lead and "protocol reduced" in lead
+
+
 def test_report_from_synthetic_results(tmp_path):
     res = make_results(tmp_path)
     out = build(res, TEMPLATE, tmp_path / "out/report.md", tmp_path / "out/index.html",
@@ -161,7 +368,7 @@ def test_report_from_synthetic_results(tmp_path):
         assert any(x.startswith(h) for x in doc.headings), (h, doc.headings)
     # numbers in the HTML equal the CSV
     t6 = next(t for t in doc.tables if t["source"] == "results/tables/press_wolf_table6.csv")
-    assert assert_table_matches_csv(t6, res / "tables/press_wolf_table6.csv") >= 4 * 12
+    assert assert_table_matches_csv(t6, res / "tables/press_wolf_table6.csv") >= 4 * 10
     assert "121.12" in html or "121.13" in html
     # benchmark numbers, device from the run's provenance
     bench = next(t for t in doc.tables if t["source"] == "results/benchmarks/")
@@ -178,6 +385,11 @@ def test_report_from_synthetic_results(tmp_path):
     assert "press_wolf/small/seed1" in html and "0123456789" in html and "2.13.0" in html
     md = (tmp_path / "out/report.md").read_text()
     assert "| Small + WT |" in md and "](../results/figures/initial_loss_vs_width.png)" in md
+    # the HTML is report.md rendered: no script, every link of the contents to a heading on the page
+    assert to_html(md, tmp_path / "out", doc.headings[0]) == html
+    assert "<script" not in html.lower()
+    anchors, ids = re.findall(r'href="#([^"]+)"', html), set(re.findall(r' id="([^"]+)"', html))
+    assert len(anchors) == 8 and set(anchors) <= ids, (anchors, ids)
 
 
 def test_summary_verdict_flips_with_contradicting_data(tmp_path):
@@ -187,8 +399,10 @@ def test_summary_verdict_flips_with_contradicting_data(tmp_path):
         assert out["verdicts"]["pw_small_tying"] == expected
         doc = parse((tmp_path / f"{contradict}.html").read_text())
         summary = doc.tables[0]
-        row = next(r for r in summary["rows"] if r[-1]["raw"] == "pw_small_tying")
+        statement = next(c.statement for c in CLAIMS if c.id == "pw_small_tying")
+        row = next(r for r in summary["rows"] if r[0]["text"] == statement)
         assert row[-1]["text"] == expected
+        assert row[-1]["cls"] == {"holds": "holds", "does not hold": "does-not-hold"}[expected]
 
 
 def test_bad_result_file_names_the_column(tmp_path):
@@ -236,14 +450,16 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
     assert csv_tables, "no result table in the smoke report"
     numeric_cells = 0
     for t in csv_tables:
-        numeric_cells += assert_table_matches_csv(t, smoke_run / t["source"])  # asserts row by row
+        check = assert_pivot_matches_csv if t["source"] == IL_SUMMARY else assert_table_matches_csv
+        numeric_cells += check(t, smoke_run / t["source"])
     assert numeric_cells > 100, "the smoke report shows (almost) no numbers from the CSVs"
+    assert_common_values_above(doc)
     # each result table present in this protocol has its section's table
     for csv in (res / "tables").glob("*.csv"):
         rel = f"results/tables/{csv.name}"
         assert any(t["source"] == rel for t in csv_tables), f"{rel} is not shown in the report"
     # smoke protocol labelled; the claims table has a verdict per claim
-    assert "smoke" in doc.tables[0]["rows"][0][3]["text"] or any("smoke" in r[3]["text"] for r in doc.tables[0]["rows"])
+    assert "smoke" in md.split("## Summary")[1].split("\n## ")[0]
     assert all(r[-1]["text"] in ("holds", "does not hold", "inconclusive", NOT_RUN) for r in doc.tables[0]["rows"])
 
 
@@ -301,16 +517,16 @@ def test_protocol_differences_listed(tmp_path):
           full_protocol={"press_wolf": {"cells": ["small", "small_wt", "large"], "seeds": [1]},
                          "initial_loss": {"widths": [64]}})
     md = (tmp_path / "r.md").read_text()
-    assert '`cells`: ["small", "small_wt"] (full protocol: ["large"' not in md  # shown whole, not truncated
-    assert '- `cells`: ["small", "small_wt"] (full protocol: ["small", "small_wt", "large"])' in md
+    assert '`cells`: `["small", "small_wt"]` (full protocol: `["large"' not in md  # shown whole, not truncated
+    assert '- `cells`: `["small", "small_wt"]` (full protocol: `["small", "small_wt", "large"]`)' in md
     assert "`seeds`" not in md.split("What this configuration changes")[1].split("##")[0]
     assert "identical to the papers' full protocol (`config/paper.yaml`, `initial_loss`)" in md
 
 
 def test_empty_cells_say_why():
-    from replicate.report.document import frame_table
+    from replicate.report.blocks import cell
 
-    f = pd.DataFrame({"valid_ours": [float("nan")], "valid_paper": [float("nan")], "loss_sd": [float("nan")],
-                      "valid_diff": [1.5]})
-    row = frame_table(f).rows[0]
-    assert [c.text for c in row] == [NOT_RUN, "not published", "—", "1.50"]
+    assert cell(float("nan"), "valid_ours") == (f"*{NOT_RUN}*", "missing")
+    assert cell(float("nan"), "valid_paper")[0] == NO_VALUE
+    assert cell(float("nan"), "loss_sd")[0] == NO_VALUE
+    assert cell(1.5, "valid_diff") == ("1.50", "number")

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from replicate.report import claims as C
-from replicate.report.document import NOT_RUN
+from replicate.report.format import NOT_RUN
 from replicate.report.sources import Results
 
 

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from replicate.report.document import NOT_RUN
+from replicate.report.format import NOT_RUN
 
 HOLDS = "holds"
 FAILS = "does not hold"

@@ -5,16 +5,18 @@ in this protocol"). A file that exists but lacks a column the report needs is an
 file and the column (formats drift; the report must not silently show less).
 
 The owners' files (paths relative to the results root):
-- Press & Wolf (replicate/lstm/table.py): tables/press_wolf_table{5,6}.csv with ``cell``, ``row``,
+- Press & Wolf (replicate/press_wolf/table.py): tables/press_wolf_table{5,6}.csv with ``cell``, ``row``,
   ``protocol``, ``n_seeds``, ``epochs``, ``params_m_{ours,paper}``, ``{train,valid,test}_{ours,paper,diff,
-  rel_diff}``, ``train_clean_ours``, ``source``; per run press_wolf/<cell>/seed<k>/metrics.json
+  rel_diff}``, ``train_clean_ours``, ``schedule``, ``gate_bias``, ``pr_form``, ``pr_lambda``, ``code_version``,
+  ``source``; per run press_wolf/<cell>/seed<k>/metrics.json
   (``run``, ``settings``, ``provenance``); history.csv is drawn by the report_learning_curves rule.
 - Initial loss (replicate/transformer): tables/initial_loss_summary.csv (one row per configuration,
   ``loss_mean``, ``reference_loss``, ...), tables/initial_loss_theory.csv, tables/model_families.csv,
   initial_loss/metrics.json, initial_loss/memory_benchmark.json.
 - Inan (replicate/inan): tables/inan_table1.csv with ``dataset``,
   ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ours``/``test_ours`` (or ``valid_ppl``/``test_ppl``),
-  ``protocol`` (+ paper/diff columns shown as is); Figure 1 data tables/inan_figure1*.csv with ``tau``,
+  ``protocol``, the paper's ``valid_paper``/``test_paper`` (or ``paper_valid_ppl``/``paper_test_ppl``) and
+  ``{valid,test}_rel_diff``; Figure 1 data tables/inan_figure1*.csv with ``tau``,
   ``beta``, ``distance`` (or ``distance_mean``), ``protocol`` and ``panel`` (or one file per panel, 1a/1b).
 - Scale study and embedding analysis (replicate/analysis; formats in results/README.md):
   tables/scale_data.csv (``train_tokens``, ``gain``, ``rel_gain`` per (pct, seed)), tables/scale_gain.csv
@@ -43,7 +45,7 @@ IL_FAMILIES = "tables/model_families.csv"
 IL_METRICS = "initial_loss/metrics.json"
 IL_MEMORY = "initial_loss/memory_benchmark.json"
 INAN_TABLE1 = "tables/inan_table1.csv"
-INAN_ABLATION = "tables/inan_ablation.csv"  # tau x alpha sweep: tau, alpha, valid_ppl, protocol
+INAN_ABLATION = "tables/inan_ablation.csv"  # the AL settings sweep: tau, alpha (and gamma), valid_ppl, protocol
 INAN_FIGURE1_GLOB = "tables/inan_figure1*.csv"  # one file, or one per panel (1a, 1b)
 SCALE_DATA = "tables/scale_data.csv"
 SCALE_GAIN = "tables/scale_gain.csv"

@@ -1,0 +1,155 @@
+"""Markdown blocks of the report: tables from data frames, figures, notices, bullets, details.
+
+A table shows the values common to all its rows once, above it, and links the full result file
+under it. Each cell is formatted by ``replicate.report.format``; an empty cell says why it is empty.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from replicate.report.format import NOT_RUN, fmt_number, fmt_percent, missing_label
+
+
+@dataclass(frozen=True)
+class Link:
+    """A result file as the report names it (``label``) and links it (``href``, relative to report.md)."""
+    label: str
+    href: str
+
+
+def link(label: str, target: Path, md_dir: Path) -> Link:
+    return Link(label, Path(os.path.relpath(target, md_dir)).as_posix())
+
+
+_SPECIAL = re.compile(r"([\\`*\[\]<>|])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def escape(text: str) -> str:
+    """Plain text as Markdown inline text (no emphasis, links, HTML or cell breaks)."""
+    return _SPECIAL.sub(lambda m: "\\" + m.group(0), " ".join(str(text).split()))
+
+
+def code(text: str) -> str:
+    """Text as an inline code span (any backticks inside kept)."""
+    text = " ".join(str(text).split())
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _destination(href: str) -> str:
+    return f"<{href}>" if re.search(r"[\s()<>]", href) else href
+
+
+def source_line(source: Link) -> str:
+    return f"Full table: [{escape(source.label)}]({_destination(source.href)})"
+
+
+# ------------------------------------------------------------------------------------------- cells
+def _missing(value) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def cell(value, col: str, digits: int = 2, percent: bool = False) -> tuple[str, str]:
+    """(Markdown text, kind: number | text | missing) of one value of column ``col``."""
+    if _missing(value):
+        label = missing_label(col)
+        return (f"*{label}*" if label == NOT_RUN else label), "missing"
+    if pd.api.types.is_bool(value):
+        return ("yes" if value else "no"), "text"
+    if pd.api.types.is_integer(value):
+        return fmt_number(int(value)), "number"
+    if pd.api.types.is_float(value):
+        return (fmt_percent(float(value)) if percent else fmt_number(float(value), digits)), "number"
+    return escape(value), "text"
+
+
+def common_columns(frame: pd.DataFrame, columns: Sequence[str], keep: Sequence[str] = (),
+                   partial: Sequence[str] = ()) -> list[str]:
+    """Columns with one and the same value in every row (at least two rows), or empty in all; a
+    ``partial`` column (a setting only some rows use) counts when the rows that have a value agree."""
+    if len(frame) < 2:
+        return []
+
+    def same(c):
+        values = frame[c].dropna()
+        return values.nunique() <= 1 and (c in partial or len(values) in (0, len(frame)))
+
+    return [c for c in columns if c not in keep and same(c)]
+
+
+def humanise(col: str) -> str:
+    """A column name as a header: words, not underscores (so that headers wrap)."""
+    return col.replace("_", " ")
+
+
+def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = None, *, keep: Sequence[str] = (),
+          partial: Sequence[str] = (), digits: dict[str, int] | None = None, percent: Sequence[str] = (),
+          caption: str = "", source: Link | None = None) -> str:
+    """A Markdown table of ``frame``. ``columns`` maps frame columns to headers, in order (columns the
+    frame lacks are skipped; a list or None: those or all columns, headers by ``humanise``). Values
+    common to all rows (``common_columns``; never those in ``keep``) are stated once above it;
+    ``percent`` columns hold fractions shown as %; ``source``, the full result file, is linked under it."""
+    if not isinstance(columns, dict):
+        columns = {c: humanise(c) for c in (frame.columns if columns is None else columns)}
+    columns = {k: v for k, v in columns.items() if k in frame.columns}
+    digits = digits or {}
+
+    def fmt(value, col):
+        return cell(value, col, digits.get(col, 2), col in percent)
+
+    def stated(col):
+        values = frame[col].dropna()
+        text = fmt(values.iloc[0] if len(values) else None, col)[0]
+        where = " (where used)" if col in partial and 0 < len(values) < len(frame) else ""
+        return f"{escape(columns[col])} **{text}**{where}"
+
+    common = common_columns(frame, list(columns), keep, partial)
+    shown = [c for c in columns if c not in common]
+    parts = [caption] if caption else []
+    if common:
+        parts.append("Same in every row: " + "; ".join(stated(c) for c in common) + ".")
+    rows = [[fmt(rec[c], c) for c in shown] for _, rec in frame.iterrows()]
+    kinds = [{r[i][1] for r in rows} for i in range(len(shown))]
+    numeric = ["number" in k and "text" not in k for k in kinds]
+    lines = ["| " + " | ".join(escape(columns[c]) for c in shown) + " |",
+             "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    lines += ["| " + " | ".join(text for text, _ in r) + " |" for r in rows]
+    parts.append("\n".join(lines))
+    if source is not None:
+        parts.append(source_line(source))
+    return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------------------------------ other blocks
+def figure(png: Path, caption: str, md_dir: Path) -> str:
+    """The PNG linked relative to report.md (the HTML embeds it), with its caption below."""
+    href = Path(os.path.relpath(png, md_dir)).as_posix()
+    return f"![{escape(png.stem.replace('_', ' '))}]({_destination(href)})\n\n*{escape(caption)}*"
+
+
+def notice(text: str) -> str:
+    return f"> **{escape(text)}**"
+
+
+def bullets(items: Sequence[str]) -> str:
+    """Items are Markdown already."""
+    return "\n".join(f"- {item}" for item in items)
+
+
+def details(summary: str, body: str) -> str:
+    """A collapsed block of preformatted text (e.g. a run's JSON config)."""
+    fence = "~~~~" if "```" in body else "```"
+    return f"<details><summary>{html.escape(summary)}</summary>\n\n{fence}\n{body}\n{fence}\n\n</details>"
+
+
+def join(blocks: Sequence[str]) -> str:
+    return "\n\n".join(b for b in blocks if b)

@@ -1,0 +1,115 @@
+"""report.md -> one self-contained HTML page (markdown-it-py, CommonMark + tables).
+
+Figures linked from the Markdown are embedded as base64 PNG; the CSS is inline; there is no
+JavaScript and nothing is loaded from the network. Headings get GitHub-style ids (so the Markdown's
+table of contents works in both); table cells holding a verdict get a class (its colour), and cells
+holding a word too long to fit a column (a URL, a path) one that lets it break anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+
+from replicate.errors import ReplicateError
+from replicate.report.claims import FAILS, HOLDS, INCONCLUSIVE
+from replicate.report.format import NOT_RUN
+
+CELL_CLASSES = {HOLDS: "holds", FAILS: "does-not-hold", INCONCLUSIVE: "inconclusive", NOT_RUN: "not-run"}
+LONG_WORD = 24  # characters
+
+CSS = """
+:root { --fg:#1f2328; --muted:#59636e; --line:#d1d9e0; --bg:#ffffff; }
+* { box-sizing: border-box; }
+body { font: 15px/1.55 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg); background: var(--bg); margin: 0; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 28px 64px; }
+main > p, main > ul, main > blockquote, main > details, main > h1, main > h2, main > h3 { max-width: 900px; }
+h1 { font-size: 28px; border-bottom: 1px solid var(--line); padding-bottom: 6px; }
+h2 { font-size: 22px; border-bottom: 1px solid var(--line); padding-bottom: 4px; margin-top: 40px; }
+h3 { font-size: 18px; margin-top: 28px; }
+code { background:#eff1f3; padding: 1px 4px; border-radius: 4px; font-size: 90%; overflow-wrap: anywhere; }
+table { border-collapse: collapse; margin: 8px 0 4px; font-size: 13.5px; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: 3px 5px; vertical-align: top; overflow-wrap: break-word; }
+td.long { overflow-wrap: anywhere; }
+th { background: #f6f8fa; text-align: left; font-weight: 600; }
+td[style*="right"] { white-space: nowrap; font-variant-numeric: tabular-nums; }
+td[style*="right"] em { white-space: normal; }
+td em { color: var(--muted); }
+td.holds { background: #e6f4ea; font-weight: 600; }
+td.does-not-hold { background: #fce8e6; font-weight: 600; }
+td.inconclusive { background: #fef7e0; font-weight: 600; }
+td.not-run { background: #f1f3f4; color: var(--muted); font-style: italic; }
+table + p { color: var(--muted); font-size: 13px; margin-top: 2px; }
+blockquote { border-left: 4px solid #9aa0a6; background:#f8f9fa; padding: 6px 12px; margin: 10px 0; }
+blockquote p { margin: 0; }
+img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+details { margin: 6px 0; }
+details pre { background:#f6f8fa; padding: 8px; overflow-x: auto; font-size: 12px; }
+"""
+
+
+def slug(text: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def _annotate(state) -> None:
+    """Core rule: ids on headings (unique), classes on table cells (verdicts, long words)."""
+    seen: dict[str, int] = {}
+    tokens = state.tokens
+    for i, tok in enumerate(tokens[:-1]):
+        text = tokens[i + 1].content if tokens[i + 1].type == "inline" else ""
+        if tok.type == "heading_open":
+            base = slug(_plain(tokens[i + 1]))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            tok.attrSet("id", base if n == 0 else f"{base}-{n}")
+        elif tok.type == "td_open" and text.strip("* ") in CELL_CLASSES:
+            tok.attrSet("class", CELL_CLASSES[text.strip("* ")])
+        elif tok.type == "td_open" and max(map(len, text.split()), default=0) > LONG_WORD:
+            tok.attrSet("class", "long")
+
+
+def _plain(inline) -> str:
+    return "".join(c.content for c in inline.children or [] if c.type in ("text", "code_inline"))
+
+
+def _image(self, tokens, idx, options, env):
+    """Embed a local PNG as a data URI (resolved against report.md's folder)."""
+    token = tokens[idx]
+    path = (env["md_dir"] / str(token.attrGet("src"))).resolve()
+    if not path.is_file():
+        raise ReplicateError(f"the report links the figure {path}, which does not exist",
+                             "rerun the rule that draws it, or rebuild the report")
+    token.attrSet("src", "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii"))
+    token.attrSet("data-figure", path.stem)
+    return RendererHTML.image(self, tokens, idx, options, env)
+
+
+def parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    md.core.ruler.push("report_annotate", _annotate)
+    md.add_render_rule("image", _image)
+    return md
+
+
+def headings(markdown: str, level: int = 2) -> list[tuple[str, str]]:
+    """(text, id) of every heading of ``level``, ids as the HTML page gives them."""
+    tokens = parser().parse(markdown)
+    return [(_plain(tokens[i + 1]), t.attrGet("id")) for i, t in enumerate(tokens)
+            if t.type == "heading_open" and t.tag == f"h{level}"]
+
+
+def to_html(markdown: str, md_dir: Path, title: str) -> str:
+    """The page: ``markdown`` rendered, figures (relative to ``md_dir``) embedded, CSS inline."""
+    body = parser().render(markdown, {"md_dir": Path(md_dir)})
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+            f"{body}</main>\n</body>\n</html>\n")
