@@ -7,14 +7,18 @@ The plain loop is what one would write from the PyTorch docs (nn.Embedding + nn.
 F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mean_b NLL, hidden state
 carried). Both see the same random tokens; the repeats alternate the two loops so that load changes on
 a shared machine hit both. Rates are given per wall-clock second and per CPU second of the
-process (on a loaded machine the CPU-time rate at 1 thread is the robust one). Model FLOP/s counts 6 x (matmul multiply-adds per token) (forward + the two
-backward matmuls) and is compared with the best of a 2048^3 fp32 matmul.
+process (on a loaded machine the CPU-time rate at 1 thread is the robust one). Model FLOP/s counts
+6 x (matmul multiply-adds per token) (forward + the two backward matmuls) and is compared with the best of
+a 2048^3 fp32 matmul. The load average at the start and the end is recorded with the result, with a
+warning when the machine was not idle: quote ratios from idle runs only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 import time
 
 import torch
@@ -88,10 +92,25 @@ def ours_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, war
     return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
 
 
+# 1-minute load average above which the machine does not count as idle (other runnable processes)
+IDLE_LOAD = 0.5
+
+
+def load_state() -> dict:
+    """Load averages (1, 5, 15 min) and whether the machine counts as idle for a speed measurement."""
+    load = os.getloadavg()
+    return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
+
+
 def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) -> dict:
     torch.set_num_threads(threads)
+    start = load_state()
+    if not start["idle"]:
+        print(f"WARNING: load average {start['loadavg'][0]:.2f} > {IDLE_LOAD}: the machine is not idle; these "
+              "ratios are not comparable with idle-machine figures", file=sys.stderr, flush=True)
     peaks = dict(zip(("wall", "cpu"), matmul_gflops()))
-    result = {"threads": threads, "matmul_gflops": peaks, "batches": batches, "repeats": repeats, "sizes": {}}
+    result = {"threads": threads, "matmul_gflops": peaks, "batches": batches, "repeats": repeats,
+              "load_start": start, "sizes": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
     for size in sizes:
@@ -117,6 +136,7 @@ def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) 
                   f"matmul peak (plain {p * fpt / 1e9 / peak:.0%}); repeats ours "
                   f"{[round(r[i]) for r in ours]} plain {[round(r[i]) for r in plain]}", flush=True)
         result["sizes"][size] = row
+    result["load_end"] = load_state()
     return result
 
 
