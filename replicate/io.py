@@ -58,11 +58,13 @@ def write_csv(path: str | os.PathLike, frame) -> None:
 
 
 def torch_save(path: str | os.PathLike, obj: Any) -> None:
-    """``torch.save`` through a temporary file (checkpoints, tensors)."""
+    """``torch.save`` through a temporary file (checkpoints, tensors). Saved through an open file, so the
+    archive's inner folder is torch's fixed "archive/" rather than the random temporary name: the same
+    object gives the same bytes."""
     import torch
 
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(obj, fh)
 
 
 def _jsonable(value: Any) -> Any:
