@@ -131,8 +131,9 @@ def _chromium() -> str:
     return exe
 
 
-def open_in_chromium(html: Path, screenshot: Path) -> dict:
-    """Load ``html`` in headless Chromium; return images, console errors and headings; save a screenshot."""
+def open_in_chromium(html: Path, screenshot: Path | None) -> dict:
+    """Load ``html`` in headless Chromium; return images, console errors, headings and table geometry;
+    save a screenshot (unless ``screenshot`` is None)."""
     profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
     proc = subprocess.Popen([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
                              "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
@@ -193,11 +194,12 @@ def open_in_chromium(html: Path, screenshot: Path) -> dict:
                     errors.append(json.dumps(p.get("exceptionDetails"))[:500])
                 elif ev["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                     errors.append(p["entry"].get("text", "")[:500])
-            height = min(int(state["height"]), 16000)
-            shot = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                           clip={"x": 0, "y": 0, "width": 1280, "height": height, "scale": 1})
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            screenshot.write_bytes(base64.b64decode(shot["data"]))
+            if screenshot is not None:
+                shot = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                               clip={"x": 0, "y": 0, "width": 1280, "height": min(int(state["height"]), 16000),
+                                     "scale": 1})
+                screenshot.parent.mkdir(parents=True, exist_ok=True)
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
         finally:
             dt.close()
         state["console_errors"] = errors
@@ -245,14 +247,14 @@ def test_tables_fit_1280_on_results_as_wide_as_the_default_run(tmp_path):
 
     res = add_wide_results(make_results(tmp_path))
     build(res, TEMPLATE, tmp_path / "out/report.md", tmp_path / "out/index.html")
-    assert_tables_fit(open_in_chromium(tmp_path / "out/index.html", tmp_path / "wide.png"))
+    assert_tables_fit(open_in_chromium(tmp_path / "out/index.html", None))
     wide = tmp_path / "too_wide.html"
     cells = "".join(f"<td>{1000000 + i:,}</td>" for i in range(40))
     wide.write_text((tmp_path / "out/index.html").read_text().replace(
         "<main>", f"<main><table><tr>{cells}</tr></table>", 1).replace(
         "td[style*=\"right\"]", "td"))  # every cell a nowrap number
     with pytest.raises(AssertionError, match="wider than the page|scrolls sideways"):
-        assert_tables_fit(open_in_chromium(wide, tmp_path / "too_wide.png"))
+        assert_tables_fit(open_in_chromium(wide, None))
 
 
 @pytest.mark.slow
