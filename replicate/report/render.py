@@ -12,6 +12,7 @@ import base64
 import html
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
@@ -83,7 +84,7 @@ def _plain(inline) -> str:
 def _image(self, tokens, idx, options, env):
     """Embed a local PNG as a data URI (resolved against report.md's folder)."""
     token = tokens[idx]
-    path = (env["md_dir"] / str(token.attrGet("src"))).resolve()
+    path = (env["md_dir"] / unquote(str(token.attrGet("src")))).resolve()  # the parser percent-encodes
     if not path.is_file():
         raise ReplicateError(f"the report links the figure {path}, which does not exist",
                              "rerun the rule that draws it, or rebuild the report")
