@@ -272,6 +272,16 @@ def add_wide_results(res: Path) -> Path:
                      "alpha": None if model in ("VD-LSTM", "+RE") else 1.0, "dropout_rate": 0.5, "epochs": 15,
                      "protocol": "reduced (15 epochs)", "paper_source": "Inan et al. 2017 Table 1", "variant": model})
     pd.DataFrame(rows).to_csv(t / "inan_table1.csv", index=False)
+    pd.DataFrame([{"reading": name, "embedding_norm": norm, "optimizer": opt, "output_init": init, "lr": lr,
+                   "epochs": 12, "n_seeds": 2, **{f"beta{b:g}": 0.98 - slope * b for b in (0, 0.25, 0.5, 0.75, 1)},
+                   **{f"tau{tau}_beta1": 0.98 - slope - 0.01 * tau for tau in (2, 5, 10)}, "fall_0_to_1": slope,
+                   "first_step_share": 0.25, "gradual_in_beta": True, "distance_beta1": 0.98 - slope,
+                   "tau_effect": -0.08, "lower_at_larger_tau": True, "paper_distance_beta1_approx": 0.06,
+                   "protocol": "reduced"}
+                  for name, norm, opt, init, lr, slope in (
+                      ("word_vectors_adam", "word_vectors", "adam", "uniform", 0.003, 0.2),
+                      ("dimensions_sgd_zero_w", "dimensions", "sgd", "zero", 1.0, 0.9))]
+                 ).to_csv(t / "inan_subspace_readings.csv", index=False)
     return res
 
 
@@ -313,6 +323,16 @@ def test_inan_table1_shows_ours_and_paper(tmp_path):
     assert [c["text"] for c in t1["rows"][1][:3]] == ["+AL", "90.25", "86.30"]
     assert assert_table_matches_csv(t1, res / "tables/inan_table1.csv") == 4 * 6
     assert any(p.startswith("Same in every row:") and "tau 10.00 (where used)" in p for p in doc.paragraphs)
+
+
+def test_inan_subspace_readings_shown(tmp_path):
+    res = add_wide_results(make_results(tmp_path))
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    doc = parse((tmp_path / "r.html").read_text())
+    readings = _table(doc, "inan_subspace_readings")
+    assert readings["header"][:2] == ["reading", "embedding norm"] and "beta0.25" in readings["header"]
+    assert "fall 0 to 1" not in readings["header"]  # a detail left to the linked CSV
+    assert assert_table_matches_csv(readings, res / "tables/inan_subspace_readings.csv") >= 2 * 8
 
 
 def test_huge_values_in_scientific_notation(tmp_path):

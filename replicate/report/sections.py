@@ -320,6 +320,19 @@ def _inan_figure1(ctx: Context, key: str) -> str:
                    _listed(f, "paper_source", "Paper numbers")])
 
 
+READING_DETAIL = ("fall_0_to_1", "first_step_share", "distance_beta1", "tau_effect")  # in the linked CSV
+
+
+def _inan_readings(ctx: Context) -> str:
+    f = ctx.results.raw["inan_subspace_readings"]
+    return B.table(f, [c for c in f.columns if c not in READING_DETAIL], keep=("reading",),
+                   digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance"))},
+                   caption="The same points under each reading of the setup the paper leaves open: the distance "
+                           "per beta (tau fixed) and per tau (beta = 1), and whether the reading has Figure 1's "
+                           "shape (a gradual fall with beta; lower at larger tau).",
+                   source=ctx.source("inan_subspace_readings"))
+
+
 def section_inan(ctx: Context) -> str:
     res = ctx.results
     out = ["### Table 1: AL, RE and REAL",
@@ -333,6 +346,8 @@ def section_inan(ctx: Context) -> str:
     out.append("### Section 6.2: subspace distance between input and output embeddings")
     fig1 = sorted(k for k in res.raw if k.startswith("inan_figure1"))
     out += [_inan_figure1(ctx, k) for k in fig1] or [_missing("Inan et al. Figure 1 data")]
+    if "inan_subspace_readings" in res.raw:
+        out.append(_inan_readings(ctx))
     out += [_config_diff(ctx, "inan"), "### Figures", _section_figures(ctx, "inan", "Inan et al. figures")]
     return B.join(out)
 

@@ -17,7 +17,9 @@ The owners' files (paths relative to the results root):
   ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ours``/``test_ours`` (or ``valid_ppl``/``test_ppl``),
   ``protocol``, the paper's ``valid_paper``/``test_paper`` (or ``paper_valid_ppl``/``paper_test_ppl``) and
   ``{valid,test}_rel_diff``; Figure 1 data tables/inan_figure1*.csv with ``tau``,
-  ``beta``, ``distance`` (or ``distance_mean``), ``protocol`` and ``panel`` (or one file per panel, 1a/1b).
+  ``beta``, ``distance`` (or ``distance_mean``), ``protocol`` and ``panel`` (or one file per panel, 1a/1b);
+  tables/inan_subspace_readings.csv (one row per reading of the 6.2 setup: ``reading``, its settings, the
+  distance per ``beta<b>`` and ``tau<t>_beta1``, the shape checks, ``protocol``).
 - Scale study and embedding analysis (replicate/analysis; formats in results/README.md):
   tables/scale_data.csv (``train_tokens``, ``gain``, ``rel_gain`` per (pct, seed)), tables/scale_gain.csv
   (per study point: ``study``, ``hidden``, ``embedding_share_untied``, ``gain_mean``, ...),
@@ -47,6 +49,7 @@ IL_MEMORY = "initial_loss/memory_benchmark.json"
 INAN_TABLE1 = "tables/inan_table1.csv"
 INAN_ABLATION = "tables/inan_ablation.csv"  # the AL settings sweep: tau, alpha (and gamma), valid_ppl, protocol
 INAN_FIGURE1_GLOB = "tables/inan_figure1*.csv"  # one file, or one per panel (1a, 1b)
+INAN_READINGS = "tables/inan_subspace_readings.csv"  # section 6.2 under each reading of the setup
 SCALE_DATA = "tables/scale_data.csv"
 SCALE_GAIN = "tables/scale_gain.csv"
 SCALE_BY_SEED = "scale/gain_by_seed.csv"
@@ -183,6 +186,7 @@ def load(root: str | Path = "results") -> Results:
         fig1.append(canon)
     if fig1:
         res.inan_figure1 = pd.concat(fig1, ignore_index=True)
+    _table(res, root, "inan_subspace_readings", INAN_READINGS, ["reading", "protocol"])
 
     # ------------------------------------------------------------------------- scale study
     res.scale_data = _table(res, root, "scale_data", SCALE_DATA, ["train_tokens", "gain", "protocol"])
