@@ -119,6 +119,19 @@ def test_inan_claims_hold_and_flip():
     assert status("inan_al_small", small_only) == C.HOLDS
 
 
+def test_inan_variants_beat_vd_and_real_tie_rule():
+    r = Results(inan_table1=inan(PAPER_INAN))
+    assert status("inan_al_vd", r) == C.HOLDS and status("inan_re_vd", r) == C.HOLDS
+    worse = {"small": {"VD-LSTM": 92.6, "+AL": 93.0, "+RE": 89.9, "+REAL": 89.0}}
+    r = Results(inan_table1=inan(worse))
+    assert status("inan_al_vd", r) == C.FAILS and status("inan_re_vd", r) == C.HOLDS
+    assert status("inan_al_vd", Results(inan_table1=inan({"small": {"+AL": 86.0}}))) == NOT_RUN
+    tie = {"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 87.2}}  # within 1 ppl of +AL
+    assert status("inan_real_best", Results(inan_table1=inan(tie))) == C.HOLDS
+    tie["small"]["+REAL"] = 87.4
+    assert status("inan_real_best", Results(inan_table1=inan(tie))) == C.FAILS
+
+
 def fig1(distances):
     return pd.DataFrame([dict(panel="a", tau=10, beta=b, seed=s, distance=d + 0.01 * s, protocol="smoke")
                          for b, d in distances for s in range(2)])
@@ -130,6 +143,19 @@ def test_inan_subspace_claim_flips():
     rising = fig1([(0.0, 0.2), (0.5, 0.5), (1.0, 0.9)])
     assert status("inan_subspace", Results(inan_figure1=rising)) == C.FAILS
     assert status("inan_subspace", Results(inan_figure1=fig1([(1.0, 0.1)]))) == NOT_RUN
+
+
+def test_inan_subspace_shape_claims_flip():
+    gradual = fig1([(0.0, 0.98), (0.25, 0.75), (0.5, 0.5), (0.75, 0.3), (1.0, 0.06)])
+    step = fig1([(0.0, 0.98), (0.25, 0.88), (0.5, 0.885), (0.75, 0.88), (1.0, 0.885)])
+    assert status("inan_subspace_gradual", Results(inan_figure1=gradual)) == C.HOLDS
+    assert status("inan_subspace_gradual", Results(inan_figure1=step)) == C.FAILS
+    taus = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, protocol="smoke")
+                         for t, d in ((2, 0.3), (10, 0.1), (20, 0.05))])
+    assert status("inan_subspace_tau", Results(inan_figure1=taus)) == C.HOLDS
+    flat = taus.assign(distance=0.89)
+    assert status("inan_subspace_tau", Results(inan_figure1=flat)) == C.FAILS
+    assert status("inan_subspace_tau", Results(inan_figure1=gradual)) == NOT_RUN
 
 
 def il_frame(tied_zero_gap=0.02, rescale_gap=0.005, std_gaps=(0.1, 0.15)):

@@ -11,6 +11,7 @@ from replicate import io as rio
 from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.readings import fmt
+from replicate.inan.shape import beta_shape, tau_effect
 from replicate.inan.train import VARIANTS
 
 SIZES = ("small", "medium", "large")
@@ -111,18 +112,12 @@ def _points(point_paths) -> dict[tuple[float, float], dict]:
     return {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
 
 
-# A fall of the distance this small (or a tau difference this small) is within the seed-to-seed spread
-# measured for one point (max - min over seeds <= 0.009 at 12 epochs).
-SHAPE_TOLERANCE = 0.01
-
-
 def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str) -> pd.DataFrame:
     """One row per section 6.2 reading: its Figure 1 points and whether it has the paper's shape.
 
-    Shape, as the paper's Figure 1 shows it: (a) the distance falls gradually with beta (no step: the
-    first beta interval carries at most 1.5x its linear share of the whole fall, e.g. 37.5 % with betas
-    0, 0.25, ..., 1, and no rise beyond SHAPE_TOLERANCE), (b) at beta = 1 it is lower at the largest tau
-    than at the smallest, and it ends near the paper's ~0.06 at beta = 1."""
+    Shape, as the paper's Figure 1 shows it (``replicate.inan.shape``): (a) the distance falls gradually
+    with beta, (b) at beta = 1 it is lower at the largest tau than at the smallest, and it ends near the
+    paper's ~0.06 at beta = 1."""
     by_reading: dict[str, dict] = {}
     for d in map(rio.read_json, point_paths):
         by_reading.setdefault(d["reading"], {})[(float(d["tau"]), float(d["beta"]))] = d
@@ -142,17 +137,12 @@ def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_cs
         row.update({f"beta{fmt(beta)}": dist for beta, dist in a})
         row.update({f"tau{fmt(tau)}_beta1": dist for tau, dist in b})
         if len(a) >= 3:
-            fall = a[0][1] - a[-1][1]
-            row["fall_0_to_1"] = fall
-            row["first_step_share"] = (a[0][1] - a[1][1]) / fall if fall > SHAPE_TOLERANCE else float("nan")
-            rises = max(later - earlier for (_, earlier), (_, later) in zip(a, a[1:]))
-            linear_share = (a[1][0] - a[0][0]) / (a[-1][0] - a[0][0])
-            row["gradual_in_beta"] = bool(fall > SHAPE_TOLERANCE and row["first_step_share"] <= 1.5 * linear_share
-                                          and rises <= SHAPE_TOLERANCE)
-            row["distance_beta1"] = a[-1][1]
+            shape = beta_shape(a)
+            row.update(fall_0_to_1=shape["fall"], first_step_share=shape["first_step_share"],
+                       gradual_in_beta=shape["gradual"], distance_beta1=shape["end"])
         if len(b) >= 2:
-            row["tau_effect"] = b[-1][1] - b[0][1]
-            row["lower_at_larger_tau"] = bool(row["tau_effect"] < -SHAPE_TOLERANCE)
+            effect = tau_effect(b)
+            row.update(tau_effect=effect["effect"], lower_at_larger_tau=effect["lower_at_larger_tau"])
         row["paper_distance_beta1_approx"] = paper_end
         row["protocol"] = protocol
         rows.append(row)

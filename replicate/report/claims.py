@@ -35,6 +35,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from replicate.inan.shape import beta_shape, tau_effect
 from replicate.report.format import NOT_RUN
 
 HOLDS = "holds"
@@ -187,17 +188,30 @@ def pw_wt_pr_best_small(r) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------------- Inan
-def _inan_sizes(r, sizes: list[str], dataset: str = "ptb") -> dict:
+def _inan_sizes(r, sizes: list[str], dataset: str = "ptb", models=("+AL", "+RE", "+REAL")) -> dict:
     t = r.inan_table1
     if t is None:
         return {}
     t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
     out = {}
     for size in sizes:
-        rows = _rows(t[t["size"] == size], "model", ["+AL", "+RE", "+REAL"], ["valid_ppl"])
+        rows = _rows(t[t["size"] == size], "model", list(models), ["valid_ppl", "test_ppl"])
         if rows is not None:
             out[size] = {k: v["valid_ppl"] for k, v in rows.items()}
+            out[size].update({f"{k} test": v["test_ppl"] for k, v in rows.items()})
     return out
+
+
+def _inan_beats_vd(variant: str):
+    def check(r) -> Verdict:
+        got = _inan_sizes(r, ["small"], models=("VD-LSTM", variant))
+        if not got:
+            return not_run(f"Table 1 small rows VD-LSTM and {variant} (PTB) not present")
+        v = got["small"]
+        ok = v[variant] < v["VD-LSTM"] and v[f"{variant} test"] < v["VD-LSTM test"]
+        return _verdict(ok, f"small valid: VD-LSTM {_f(v['VD-LSTM'])} → {variant} {_f(v[variant])}; test "
+                            f"{_f(v['VD-LSTM test'])} → {_f(v[f'{variant} test'])}", r.inan_table1)
+    return check
 
 
 def inan_al_beats_re_small(r) -> Verdict:
@@ -217,6 +231,10 @@ def inan_re_beats_al_larger(r) -> Verdict:
     return _verdict(ok, ev, r.inan_table1)
 
 
+# "best" allows a tie this close: the paper's own small +AL and +REAL rows tie at 86.3 valid
+REAL_TIE_PPL = 1.0
+
+
 def inan_real_best(r) -> Verdict:
     t = r.inan_table1
     if t is None:
@@ -230,12 +248,40 @@ def inan_real_best(r) -> Verdict:
             continue
         any_size = True
         means = part.groupby("model")["valid_ppl"].mean()
-        best = means.idxmin()
-        ok &= best == "+REAL"
-        parts.append(f"{size}: lowest valid {best} ({_f(means[best])}) of {len(means)} rows")
+        others = means.drop("+REAL")
+        ok &= means["+REAL"] <= others.min() + REAL_TIE_PPL
+        parts.append(f"{size}: +REAL {_f(means['+REAL'])} vs best other {others.idxmin()} {_f(others.min())} "
+                     f"(tie allowed: {REAL_TIE_PPL:g} ppl)")
     if not any_size:
         return not_run("no size with +REAL and another row in Table 1 (PTB)")
     return _verdict(ok, "; ".join(parts), r.inan_table1)
+
+
+def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
+    f = r.inan_figure1
+    if f is None or "panel" not in f.columns:
+        return []
+    part = f[f["panel"] == panel].dropna(subset=["distance"])
+    return list(part.groupby(x)["distance"].mean().items())
+
+
+def inan_distance_gradual_in_beta(r) -> Verdict:
+    curve = _figure1_curve(r, "a", "beta")
+    if len(curve) < 3:
+        return not_run("Figure 1a needs at least three beta values")
+    s = beta_shape(curve)
+    return _verdict(s["gradual"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
+                                  f"{s['first_step_share']:.0%} of it in the first β step", r.inan_figure1)
+
+
+def inan_distance_lower_at_larger_tau(r) -> Verdict:
+    curve = _figure1_curve(r, "b", "tau")
+    if len(curve) < 2:
+        return not_run("Figure 1b needs at least two tau values")
+    e = tau_effect(curve)
+    (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
+    return _verdict(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
+                                              f"(β = 1)", r.inan_figure1)
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -407,14 +453,22 @@ CLAIMS: list[Claim] = [
           "Press & Wolf 2017, Table 6", "press_wolf", pw_pr_helps_without_dropout),
     Claim("pw_wtpr_best", "WT+PR is the best of the four small models.",
           "Press & Wolf 2017, Table 6", "press_wolf", pw_wt_pr_best_small),
+    Claim("inan_al_vd", "The augmented loss (AL) lowers valid and test perplexity below VD-LSTM (small).",
+          "Inan et al. 2017, Table 1", "inan", _inan_beats_vd("+AL")),
+    Claim("inan_re_vd", "Reused embeddings (RE) lower valid and test perplexity below VD-LSTM (small).",
+          "Inan et al. 2017, Table 1", "inan", _inan_beats_vd("+RE")),
     Claim("inan_al_small", "At small size the augmented loss (AL) beats reused embeddings (RE).",
           "Inan et al. 2017, Table 1", "inan", inan_al_beats_re_small),
     Claim("inan_re_large", "At medium and large size RE beats AL.",
           "Inan et al. 2017, Table 1", "inan", inan_re_beats_al_larger),
-    Claim("inan_real_best", "REAL (RE + AL) is the best model at every size.",
+    Claim("inan_real_best", "REAL (RE + AL) is the best model at every size (a tie within 1 ppl counts).",
           "Inan et al. 2017, Table 1", "inan", inan_real_best),
     Claim("inan_subspace", "The subspace distance between input and output embeddings falls as β → 1.",
           "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_falls_with_beta),
+    Claim("inan_subspace_gradual", "The subspace distance falls gradually with β, not in one step.",
+          "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_gradual_in_beta),
+    Claim("inan_subspace_tau", "At β = 1 the subspace distance is lower at larger τ.",
+          "Inan et al. 2017, Section 6.2, Figure 1b", "inan", inan_distance_lower_at_larger_tau),
     Claim("il_theory", "With zero residual branches, the tied initial loss follows log(e^(dσ) + n − 1).",
           "Su 2023; the essay", "initial_loss", il_tied_follows_theory, uses_tolerances=True),
     Claim("il_rescale", "The d^−1/2 output rescale brings the tied initial loss to ≈ log n.",
