@@ -24,4 +24,4 @@ def test_linear_fall_is_gradual_and_a_step_is_not():
 def test_tau_effect_needs_a_drop_beyond_seed_noise():
     assert tau_effect([(2, 0.30), (20, 0.05)])["lower_at_larger_tau"]
     assert not tau_effect([(2, 0.891), (10, 0.892), (20, 0.892)])["lower_at_larger_tau"]
-    assert not tau_effect([(20, 0.3), (2, 0.5)])["lower_at_larger_tau"]  # higher at larger tau
+    assert not tau_effect([(20, 0.5), (2, 0.3)])["lower_at_larger_tau"]  # higher at larger tau
