@@ -33,17 +33,18 @@ wildcard_constraints:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/initial_loss_common.smk"
 include: "workflow/rules/initial_loss.smk"
 include: "workflow/rules/press_wolf_common.smk"
 include: "workflow/rules/press_wolf.smk"
 include: "workflow/rules/inan_common.smk"
 include: "workflow/rules/inan.smk"
+include: "workflow/rules/scale_common.smk"
 include: "workflow/rules/scale.smk"
-# The report must stay the LAST include: its rule takes every TARGET added above as input.
 include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
-        TARGETS,
+        final_targets(),

@@ -13,12 +13,13 @@ from replicate.errors import ReplicateError
 
 COMMANDS = {
     "data": ("replicate.data_cli", "fetch, prepare and summarise the data sets"),
-    "initial-loss": ("replicate.transformer.cli", "transformer initial-loss sweep, theory, model families"),
+    "initial-loss": ("replicate.initial_loss.cli", "initial-loss sweep (Llama-style transformer), theory, model families"),
     "report": ("replicate.report.cli", "assemble results/report/{report.md,index.html}"),
     "press-wolf": ("replicate.press_wolf.cli", "Press & Wolf / Zaremba LSTM LMs: train, table, bench"),
     "inan": ("replicate.inan.cli", "Inan et al.: AL / RE / REAL Table 1, tau x alpha ablation, section 6.2"),
-    "scale": ("replicate.analysis.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
+    "scale": ("replicate.scale.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
+    "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
 }
 
 

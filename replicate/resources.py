@@ -133,7 +133,7 @@ def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "
 
 
 def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Estimate:
-    """Memory and time of one streamed initial-loss sweep job (replicate/transformer/sweep.py): it holds
+    """Memory and time of one streamed initial-loss sweep job (replicate/initial_loss/sweep.py): it holds
     the embedding, one block, the untied output matrix and a mixer at a time, and is dominated by drawing
     the random parameters of every trunk (seeds x token distributions x trunk grid)."""
     n, d, layers = section["vocab_size"], width, section["n_layers"]

@@ -35,16 +35,6 @@ def data_dir() -> Path:
     return cache
 
 
-class _DataDir(os.PathLike):
-    """``data_dir()`` as a path that is resolved (and downloaded) only when used, not on import."""
-
-    def __fspath__(self) -> str:
-        return str(data_dir())
-
-
-SHARED_DATA = _DataDir()  # the old name, still imported by tests/test_slurm.py
-
-
 @pytest.fixture(scope="session", name="data_dir")
 def data_dir_fixture() -> Path:
     return data_dir()

@@ -118,3 +118,18 @@ def test_no_references_outside_the_clone(page):
     text = page.read_text(encoding="utf-8")
     found = [s for s in FORBIDDEN if s in text]
     assert not found, f"{page.relative_to(REPO_ROOT)} mentions {found}"
+
+
+def _source_files() -> list[Path]:
+    """Code, rules, schemas, configs, tests and the papers' reference numbers (CI's own script aside)."""
+    out = [REPO_ROOT / "Snakefile", REPO_ROOT / "pyproject.toml"]
+    for folder in ("replicate", "workflow", "config", "tests", "paper/reference", "profiles"):
+        out += [p for p in sorted((REPO_ROOT / folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return [p for p in out if p != Path(__file__).resolve()]
+
+
+def test_no_references_outside_the_clone_in_code():
+    pattern = re.compile("|".join(map(re.escape, FORBIDDEN)) + r"|\bissue \d+\b")
+    found = [f"{p.relative_to(REPO_ROOT)}: {m.group(0)}" for p in _source_files()
+             for m in [pattern.search(p.read_text(encoding="utf-8", errors="replace"))] if m]
+    assert not found, f"references to things a clone does not have: {found}"

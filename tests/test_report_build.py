@@ -501,22 +501,25 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     rows = []
     for size, vals in {"small": (92.0, 86.0, 89.0, 85.5)}.items():
         for model, v in zip(["VD-LSTM", "+AL", "+RE", "+REAL"], vals):
-            rows.append({"dataset": "ptb", "size": size, "model": model, "valid_ours": v, "test_ours": v - 4,
-                         "valid_paper": 90.0, "valid_diff": v - 90.0, "valid_rel_diff": (v - 90) / 90,
+            rows.append({"dataset": "ptb", "size": size, "model": model, "valid_ppl": v, "paper_valid_ppl": 90.0,
+                         "valid_diff": v - 90.0, "valid_rel_diff": (v - 90) / 90, "test_ppl": v - 4,
                          "protocol": "reduced"})
     pd.DataFrame(rows).to_csv(t / "inan_table1.csv", index=False)
-    pd.DataFrame({"tau": 10, "beta": [0.0, 0.5, 1.0], "distance_mean": [0.97, 0.5, 0.08],
-                  "protocol": "reduced"}).to_csv(t / "inan_figure1a.csv", index=False)
-    pd.DataFrame({"tau": [2, 5, 10], "beta": 1.0, "distance_mean": [0.2, 0.1, 0.08],
-                  "protocol": "reduced"}).to_csv(t / "inan_figure1b.csv", index=False)
+    pd.DataFrame({"panel": ["a"] * 3 + ["b"] * 3, "tau": [10, 10, 10, 2, 5, 10],
+                  "beta": [0.0, 0.5, 1.0, 1.0, 1.0, 1.0], "distance_mean": [0.97, 0.5, 0.08, 0.2, 0.1, 0.08],
+                  "protocol": "reduced"}).to_csv(t / "inan_figure1.csv", index=False)
+    # per-seed rows that would turn panel b around if they were read as points
+    pd.DataFrame({"panel": "b", "tau": [2, 10], "beta": 1.0, "seed": 1, "distance": [0.05, 0.3],
+                  "protocol": "reduced"}).to_csv(t / "inan_figure1_runs.csv", index=False)
     pd.DataFrame({"dataset": "ptb", "pct": [10, 10, 100, 100], "train_tokens": [92959, 92959, 929589, 929589],
                   "hidden": 200, "seed": [1, 2, 1, 2], "gain": [20.0, 18.0, 3.0, 2.5],
                   "rel_gain": [0.1, 0.09, 0.02, 0.018], "protocol": "reduced"}).to_csv(t / "scale_data.csv", index=False)
     pd.DataFrame({"study": "model", "hidden": [200, 400, 650], "embedding_share_untied": [0.57, 0.39, 0.28],
                   "gain_mean": [6.0, 3.0, 1.0], "protocol": "reduced"}).to_csv(t / "scale_gain.csv", index=False)
     (res / "scale").mkdir()
-    pd.DataFrame([{"study": "model", "hidden": h, "seed": s, "rel_gain": g + 0.001 * s, "protocol": "reduced"}
-                  for h, g in ((200, 0.06), (400, 0.03), (650, 0.01)) for s in (1, 2)]
+    pd.DataFrame([{"study": "model", "hidden": h, "seed": s, "rel_gain": g + 0.001 * s, "embedding_share_untied": e,
+                   "protocol": "reduced"}
+                  for h, g, e in ((200, 0.06, 0.57), (400, 0.03, 0.39), (650, 0.01, 0.28)) for s in (1, 2)]
                  ).to_csv(res / "scale/gain_by_seed.csv", index=False)
     pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.3, 0.7],
                   "knn_overlap": [0.1, 0.4], "protocol": "reduced"}).to_csv(t / "embedding_similarity.csv", index=False)
@@ -525,7 +528,9 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     assert v["inan_al_small"] == "holds" and v["inan_real_best"] == "holds" and v["inan_subspace"] == "holds"
     assert v["scale_data_gain"] == "holds" and v["scale_model_share"] == "holds" and v["emb_tied_output"] == "holds"
     doc = parse((tmp_path / "r.html").read_text())
-    for name in ("inan_table1", "inan_figure1a", "inan_figure1b", "scale_data", "scale_gain", "embedding_similarity"):
+    assert v["inan_subspace_tau"] == "holds"  # the claims read the per-point means, not the per-seed runs
+    for name in ("inan_table1", "inan_figure1", "inan_figure1_runs", "scale_data", "scale_gain",
+                 "embedding_similarity"):
         table = next(x for x in doc.tables if x["source"] == f"results/tables/{name}.csv")
         assert assert_table_matches_csv(table, t / f"{name}.csv") > 0
 

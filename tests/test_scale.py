@@ -1,4 +1,4 @@
-"""Scale study (issue 8): grid, gains, claim rule, transformer helpers; smoke outputs (slow)."""
+"""Scale study: grid, gains, claim rule, transformer helpers; smoke outputs (slow)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from replicate.analysis import scale
-from replicate.analysis import transformer_train as tt
+from replicate.scale import study
+from replicate.scale import transformer as tt
 
 CFG = {
     "data": {"hidden": 200, "pcts": [10, 100], "wikitext2_pcts": [100], "seeds": [1, 2]},
@@ -20,26 +20,26 @@ CFG = {
 
 
 def test_grid_shares_cells_between_studies():
-    grid = scale.lstm_grid(CFG)
+    grid = study.lstm_grid(CFG)
     keys = [tuple(p.values()) for p in grid]
     assert len(keys) == len(set(keys))
     # data: 2 pcts x 2 tyings x 2 seeds + wt2 2 x 2 = 12; model adds h400 x 2 (h200 @100 shared);
     # analysis adds tied_pr seed 1 only (pr_seeds)
     assert len(grid) == 12 + 2 + 1
     assert ("ptb", 100, 200, "tied_pr", 1) in keys and ("ptb", 100, 200, "tied_pr", 2) not in keys
-    assert scale.run_dir("ptb", 25, 400, "tied", 3) == "results/scale/runs/ptb/p25_h400_tied/seed3"
+    assert study.run_dir("ptb", 25, 400, "tied", 3) == "results/scale/runs/ptb/p25_h400_tied/seed3"
 
 
 def test_nested_fractions_and_settings():
-    assert scale.train_tokens_for(929589, 100) == 929589
-    assert scale.train_tokens_for(929589, 10) == 92959
-    s = scale.run_settings({"size": "small", "overrides": {"epochs": 2}}, 400, "tied_pr", 3, 1000)
+    assert study.train_tokens_for(929589, 100) == 929589
+    assert study.train_tokens_for(929589, 10) == 92959
+    s = study.run_settings({"size": "small", "overrides": {"epochs": 2}}, 400, "tied_pr", 3, 1000)
     assert s == {"size": "small", "epochs": 2, "hidden_size": 400, "tying": "tied", "projection": True,
                  "seed": 3, "max_train_tokens": 1000}
     from replicate.errors import ReplicateError
 
     with pytest.raises(ReplicateError):
-        scale.train_tokens_for(100, 0)
+        study.train_tokens_for(100, 0)
 
 
 def _runs(gains_by_pct, seeds=(1, 2), noise=0.0):
@@ -56,22 +56,22 @@ def _runs(gains_by_pct, seeds=(1, 2), noise=0.0):
                              "non_embedding_params": 2e5, "embedding_share": 0.95, "train_ppl": 1.0,
                              "train_clean_ppl": 1.0, "final_valid_ppl": ppl + 1, "best_valid_ppl": ppl,
                              "best_epoch": 2, "test_ppl": ppl, "tokens_per_s": 1.0})
-    return scale.runs_frame(rows, "reduced")
+    return study.runs_frame(rows, "reduced")
 
 
 def test_gain_tables_and_claim_holds_when_gain_shrinks():
     cfg = {**CFG, "data": {**CFG["data"], "pcts": [10, 25, 50, 100], "wikitext2_pcts": []},
            "model": {"pct": 100, "hiddens": [200], "seeds": [1]}}
     runs = _runs({10: 20.0, 25: 12.0, 50: 6.0, 100: 3.0}, noise=0.5)
-    by_seed = scale.gain_by_seed(runs, cfg, "best_valid", "reduced")
-    data = scale.data_table(by_seed)
+    by_seed = study.gain_by_seed(runs, cfg, "best_valid", "reduced")
+    data = study.data_table(by_seed)
     assert list(data["train_tokens"].unique()) == [10000, 25000, 50000, 100000]
     row = data[(data.pct == 10) & (data.seed == 1)].iloc[0]
     assert row["gain"] == pytest.approx(row["untied_valid_ppl"] - row["tied_valid_ppl"])
     assert row["rel_gain"] == pytest.approx(row["gain"] / row["untied_valid_ppl"])
-    gain = scale.gain_table(by_seed)
+    gain = study.gain_table(by_seed)
     assert set(gain["study"]) == {"data", "model"} and (gain["n_seeds"] == 2).all()
-    claims = scale.claims_table(by_seed, "reduced").set_index("claim_id")
+    claims = study.claims_table(by_seed, "reduced").set_index("claim_id")
     assert claims.loc["scale_data_gain", "verdict"] == "holds"
     assert claims.loc["scale_model_share", "verdict"] == "not run"
 
@@ -79,15 +79,15 @@ def test_gain_tables_and_claim_holds_when_gain_shrinks():
 def test_claim_does_not_hold_when_gain_grows():
     cfg = {**CFG, "data": {**CFG["data"], "pcts": [10, 25, 50, 100], "wikitext2_pcts": []}}
     runs = _runs({10: 1.0, 25: 5.0, 50: 10.0, 100: 20.0})
-    by_seed = scale.gain_by_seed(runs, cfg, "final_valid", "reduced")
-    claims = scale.claims_table(by_seed, "reduced").set_index("claim_id")
+    by_seed = study.gain_by_seed(runs, cfg, "final_valid", "reduced")
+    claims = study.claims_table(by_seed, "reduced").set_index("claim_id")
     assert claims.loc["scale_data_gain", "verdict"] == "does not hold"
 
 
 def test_slope_test_hand_values():
-    t = scale.slope_test([0, 1, 2], [1.0, 3.0, 5.0])
+    t = study.slope_test([0, 1, 2], [1.0, 3.0, 5.0])
     assert t["slope"] == pytest.approx(2.0) and t["se"] == pytest.approx(0.0)
-    assert math.isnan(scale.slope_test([1, 1], [1, 2])["slope"])
+    assert math.isnan(study.slope_test([1, 1], [1, 2])["slope"])
 
 
 # ----------------------------------------------------------------------------- transformer helpers

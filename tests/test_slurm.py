@@ -1,4 +1,5 @@
-"""The SLURM profile against a real SLURM: the local single-node cluster of ../shared/slurm.
+"""The SLURM profile against a real SLURM: a local single-node cluster, started by the script named in
+REPLICATE_SLURM_START (CI sets it).
 
 Runs a subset of the smoke DAG through `--profile profiles/slurm` (the real profile; only the
 local-cluster keys come from tests/profiles/slurm-local): the PTB data stage, one Press & Wolf training
@@ -15,7 +16,6 @@ set REPLICATE_REQUIRE_SLURM=1 to make that a failure instead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -23,20 +23,18 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, SHARED_DATA, SNAKEMAKE, run_snakemake, workflow_copy
+from conftest import REPO_ROOT, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
+from replicate import compare
 
 pytestmark = pytest.mark.slurm
 
-START_SCRIPT = (REPO_ROOT / ".." / "shared" / "slurm" / "start-local-slurm.sh").resolve()
+START_SCRIPT = Path(os.environ.get("REPLICATE_SLURM_START", "")).expanduser()  # starts (or reuses) the cluster
 TEST_PROFILE = REPO_ROOT / "tests" / "profiles" / "slurm-local"
 SLURM_RULES = {"prepare_data", "press_wolf_train", "initial_loss_sweep"}
 LOCAL_RULES = {"initial_loss_tables"}
-# keys / columns whose values legitimately differ between two runs of the same job
-VOLATILE = re.compile(r"seconds|per_s|provenance|started|finished|host|elapsed")
 TIMEOUT_S = 900  # hard limit of the SLURM snakemake run (timeout -k); ~2-4 min normally
 
 
@@ -49,8 +47,9 @@ def _cannot_start(reason: str):
 @pytest.fixture(scope="module")
 def local_slurm():
     """Start (or reuse) the local cluster; returns the seconds the start script took."""
-    if not START_SCRIPT.is_file():
-        _cannot_start(f"{START_SCRIPT} not found (the tests expect ../shared/slurm beside the repo)")
+    if not os.environ.get("REPLICATE_SLURM_START") or not START_SCRIPT.is_file():
+        _cannot_start(f"no start script: set REPLICATE_SLURM_START to a script that starts a local SLURM "
+                      f"(now {os.environ.get('REPLICATE_SLURM_START')!r})")
     if os.geteuid() != 0:
         _cannot_start("the start script must run as root")
     t0 = time.monotonic()
@@ -83,7 +82,7 @@ def _smoke_subset() -> tuple[list[str], str, int, dict]:
 
 def _start_slurm_run(wd: Path, targets: list[str]) -> subprocess.Popen:
     env = dict(os.environ)
-    env["REPLICATE_DATA_DIR"] = str(Path(env.get("REPLICATE_DATA_DIR", SHARED_DATA)).resolve())
+    env["REPLICATE_DATA_DIR"] = str(Path(env.get("REPLICATE_DATA_DIR") or data_dir()).resolve())
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     cmd = ["timeout", "-k", "10", str(TIMEOUT_S), SNAKEMAKE, *targets,
            "--profile", "profiles/slurm", "--workflow-profile", str(TEST_PROFILE),
@@ -131,31 +130,18 @@ def _minutes(limit: str) -> int:
     return (int(days) if days else 0) * 1440 + h * 60 + m + (1 if s else 0)
 
 
-def _stable(obj):
-    if isinstance(obj, dict):
-        return {k: _stable(v) for k, v in obj.items() if not VOLATILE.search(k)}
-    if isinstance(obj, list):
-        return [_stable(v) for v in obj]
-    return obj
-
-
 def _compare_results(slurm_dir: Path, local_dir: Path) -> list[str]:
-    """Compare every JSON and CSV result of the SLURM run with the local run's; returns what was compared."""
+    """Compare every JSON and CSV result of the SLURM run with the local run's (replicate.compare: timings
+    and provenance aside); returns what was compared."""
     compared = []
-    for path in sorted((slurm_dir / "results").rglob("*")):
-        rel = path.relative_to(slurm_dir)
-        if not path.is_file() or rel.parts[1] in ("logs", "benchmarks") or path.suffix not in (".json", ".csv"):
+    for rel in sorted(compare.files(slurm_dir / "results")):
+        if not rel.endswith((".json", ".csv")):
             continue
-        other = local_dir / rel
-        assert other.is_file(), f"{rel} exists in the SLURM run but not in the local run"
-        if path.suffix == ".json":
-            a, b = _stable(json.loads(path.read_text())), _stable(json.loads(other.read_text()))
-            assert a == b, f"{rel} differs between SLURM and local run:\n{a}\n!=\n{b}"
-        else:
-            a, b = pd.read_csv(path), pd.read_csv(other)
-            keep = [c for c in a.columns if not VOLATILE.search(str(c))]
-            pd.testing.assert_frame_equal(a[keep], b[keep], check_exact=True, obj=str(rel))
-        compared.append(str(rel))
+        path, other = slurm_dir / "results" / rel, local_dir / "results" / rel
+        assert other.is_file(), f"results/{rel} exists in the SLURM run but not in the local run"
+        why = compare.difference(path, other)
+        assert why is None, f"results/{rel} differs between SLURM and local run: {why}"
+        compared.append(f"results/{rel}")
     return compared
 
 

@@ -4,13 +4,10 @@ rules call."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-
-def _log(line: str) -> None:
-    print(line, flush=True)
+from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
 
 
 def _train(args) -> int:
@@ -21,14 +18,14 @@ def _train(args) -> int:
     from replicate.inan.train import TRAIN_MODULES, run_settings
     from replicate.lstm.runner import train_run
 
-    spec = json.loads(args.spec)
+    spec = load_spec(args.spec)
     engine, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"],
                               spec.get("overrides"))
     name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
     hooks = {"extra_loss": al} if al is not None else {}
     result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
                        load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
-                       allow_tf32=args.allow_tf32, log=_log, **hooks)
+                       allow_tf32=args.allow_tf32, log=log, **hooks)
     # the numbers come from the engine AND the augmented loss: the run's code version covers both
     result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
     result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
@@ -42,22 +39,22 @@ def _train(args) -> int:
 
 def _table1(args) -> int:
     from replicate import provenance
-    from replicate.inan.report import table1, write_with_provenance
+    from replicate.inan.report import table1
 
     started = provenance.now()
     df = table1(args.metrics, args.paper, args.protocol)
-    write_with_provenance(args.out, df, json.loads(args.spec), started)
+    write_csv_with_provenance(args.out, df, load_spec(args.spec), started)
     print(df.to_string(index=False))
     return 0
 
 
 def _ablation(args) -> int:
     from replicate import provenance
-    from replicate.inan.report import ablation, write_with_provenance
+    from replicate.inan.report import ablation
 
     started = provenance.now()
     df = ablation(args.metrics, args.protocol)
-    write_with_provenance(args.out, df, json.loads(args.spec), started)
+    write_csv_with_provenance(args.out, df, load_spec(args.spec), started)
     print(df.to_string(index=False))
     return 0
 
@@ -70,13 +67,13 @@ def _subspace(args) -> int:
     from replicate.inan.subspace_exp import run_point
 
     started = provenance.now()
-    spec = json.loads(args.spec)
+    spec = load_spec(args.spec)
     dev = devices.resolve_device(args.device)
     devices.setup(args.threads, args.allow_tf32)
-    result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=_log)
+    result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=log)
     result["provenance"] = provenance.collect(spec.get("config", spec), started, str(dev))
     rio.write_json(args.out, result)
-    _log(f"[6.2 tau={spec['tau']} beta={spec['beta']}] distance {result['distance_mean']:.4f} "
+    log(f"[6.2 tau={spec['tau']} beta={spec['beta']}] distance {result['distance_mean']:.4f} "
          f"+- {result['distance_std']:.4f} over {result['n_seeds']} seeds")
     return 0
 
@@ -84,15 +81,15 @@ def _subspace(args) -> int:
 def _figure1(args) -> int:
     from replicate import provenance
     from replicate.inan.readings import points
-    from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot, write_with_provenance
+    from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot
 
     started = provenance.now()
-    spec = json.loads(args.spec)
+    spec = load_spec(args.spec, "inan")
     panels = points(spec["inan"]["subspace"])
     summary, runs = figure1_frames(args.points, panels, args.paper, args.protocol)
-    write_with_provenance(args.out, summary, spec, started)
-    write_with_provenance(args.out_runs, runs, spec, started)
-    write_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
+    write_csv_with_provenance(args.out, summary, spec, started)
+    write_csv_with_provenance(args.out_runs, runs, spec, started)
+    write_csv_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
     return 0
@@ -101,12 +98,12 @@ def _figure1(args) -> int:
 def _readings(args) -> int:
     from replicate import provenance
     from replicate.inan.readings import points
-    from replicate.inan.report import readings_table, write_with_provenance
+    from replicate.inan.report import readings_table
 
     started = provenance.now()
-    spec = json.loads(args.spec)
+    spec = load_spec(args.spec, "inan")
     df = readings_table(args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol)
-    write_with_provenance(args.out, df, spec, started)
+    write_csv_with_provenance(args.out, df, spec, started)
     print(df.to_string(index=False))
     return 0
 
@@ -116,19 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train (or resume) one Table 1 / ablation run")
-    p.add_argument("--spec", required=True,
-                   help='JSON: {"dataset", "size", "variant", "seed", "size_settings", "overrides", "config"}')
-    p.add_argument("--corpus", required=True, help="prepared corpus.pt")
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--allow-tf32", action="store_true")
+    add_job_args(p, run=True,
+                 spec_help='JSON: {"dataset", "size", "variant", "seed", "size_settings", "overrides", "config"}')
     p.set_defaults(func=_train)
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
                               ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity")):
         p = sub.add_parser(name, help=help_)
-        p.add_argument("--spec", required=True, help="resolved config slice (provenance)")
+        add_job_args(p, threads=False, device=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
         p.add_argument("--out", required=True)
         if name == "table1":
@@ -137,17 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(func=func)
 
     p = sub.add_parser("subspace", help="section 6.2: all seeds of one (tau, beta) point")
-    p.add_argument("--spec", required=True, help='JSON: {"subspace": {...}, "tau", "beta", "seeds", "config"}')
+    add_job_args(p, spec_help='JSON: {"subspace": {...}, "tau", "beta", "seeds", "config"}')
     p.add_argument("--corpus", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--work-dir", required=True, help="per-seed records and checkpoints (resume)")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--allow-tf32", action="store_true")
     p.set_defaults(func=_subspace)
 
     p = sub.add_parser("figure1", help="section 6.2: Figure 1 data CSVs and figure")
-    p.add_argument("--spec", required=True)
+    add_job_args(p, threads=False, device=False)
     p.add_argument("--protocol", required=True)
     p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
     p.add_argument("--out", required=True, help="per-point CSV")
@@ -158,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_figure1)
 
     p = sub.add_parser("readings-table", help="section 6.2: the readings' Figure 1 shapes side by side")
-    p.add_argument("--spec", required=True)
+    add_job_args(p, threads=False, device=False)
     p.add_argument("--protocol", required=True)
     p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
     p.add_argument("--out", required=True)

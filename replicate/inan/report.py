@@ -8,7 +8,6 @@ from typing import Any
 import pandas as pd
 
 from replicate import io as rio
-from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.readings import fmt
 from replicate.inan.shape import beta_shape, tau_effect
@@ -193,8 +192,3 @@ def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) ->
     fig.suptitle(f"Inan et al. 2017, section 6.2 replication — reading {summary['reading'].iloc[0]}, "
                  f"protocol: {summary['protocol'].iloc[0]}", fontsize=10)
     return save_figure(fig, stem)
-
-
-def write_with_provenance(path, frame: pd.DataFrame, config: Any, started: str) -> None:
-    rio.write_csv(path, frame)
-    rio.write_json(f"{path}.provenance.json", {"provenance": provenance.collect(config, started)})

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from replicate.cli_common import add_job_args, load_spec, log
 
 
 def _train(args) -> int:
     from replicate.data import load_corpus
     from replicate.lstm.runner import train_run
 
-    spec = json.loads(args.spec)
-    train_run(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
-              allow_tf32=args.allow_tf32, log=lambda line: print(line, flush=True))
+    train_run(load_spec(args.spec), load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
+              allow_tf32=args.allow_tf32, log=log)
     return 0
 
 
@@ -35,12 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train (or resume) one run; writes metrics.json, history.csv")
-    p.add_argument("--spec", required=True, help='JSON: {"name", "settings": {"size", ...}, "config"}')
-    p.add_argument("--corpus", required=True, help="prepared corpus.pt")
-    p.add_argument("--out-dir", required=True)
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--allow-tf32", action="store_true", help="allow TF32 matmuls on CUDA")
+    add_job_args(p, run=True, spec_help='JSON: {"name", "settings": {"size", ...}, "config"}')
     p.set_defaults(func=_train)
 
     p = sub.add_parser("table", help="our perplexities beside the paper's")

@@ -1,16 +1,28 @@
-# Shared helpers for the rule files (targets, code-version params, spec passing).
+# Helpers of every experiment's rules: result paths, the final targets, code-version params, spec passing.
 import json
 import os
 import sys
 
+from replicate import paths
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.provenance import source_hash
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-# Every rule file appends its final outputs here; `rule all` requests them.
-TARGETS = []
+
+R = paths.under_results  # R(paths.X, ...): the results/ path(s) of replicate/paths.py's names
+
+
+def experiment_targets():
+    """Every experiment's final outputs (what the report reads); each *_common.smk says its own."""
+    return [R(paths.DATA_SUMMARY), *initial_loss_targets(), *press_wolf_targets(), *inan_targets(),
+            *scale_targets()]
+
+
+def final_targets():
+    """The target of `snakemake all`: every experiment's final outputs and the report."""
+    return [*experiment_targets(), R(paths.REPORT_HTML)]
 
 
 def code_version(*modules):

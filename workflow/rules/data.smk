@@ -9,7 +9,7 @@ localrules:
 
 rule fetch_data:
     output:
-        directory("results/data/raw/{dataset}"),
+        directory(R(paths.DATA_RAW)),
     params:
         local_dir=config["data"]["local_dir"] or "",
         timeout=config["data"]["download_timeout"],
@@ -23,10 +23,10 @@ rule fetch_data:
 
 rule prepare_data:
     input:
-        "results/data/raw/{dataset}",
+        R(paths.DATA_RAW),
     output:
-        corpus="results/data/{dataset}/corpus.pt",
-        stats="results/data/{dataset}/stats.json",
+        corpus=R(paths.DATA_CORPUS),
+        stats=R(paths.DATA_STATS),
     params:
         code=code_version("data"),
     log:
@@ -38,15 +38,12 @@ rule prepare_data:
 
 rule data_summary:
     input:
-        expand("results/data/{dataset}/stats.json", dataset=config["data"]["datasets"]),
+        expand(R(paths.DATA_STATS), dataset=config["data"]["datasets"]),
     output:
-        "results/data/summary.md",
+        R(paths.DATA_SUMMARY),
     params:
         code=code_version("data"),
     log:
         "results/logs/data/summary.log",
     shell:
         "python -m replicate data summary --out {output} {input} 2>&1 | tee {log}"
-
-
-TARGETS.append("results/data/summary.md")

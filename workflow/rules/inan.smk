@@ -10,10 +10,10 @@ localrules:
 
 rule inan_train:
     input:
-        corpus="results/data/{dataset}/corpus.pt",
+        corpus=R(paths.DATA_CORPUS),
     output:
-        metrics="results/inan/table1/{dataset}/{size}_{variant}/metrics.json",
-        history="results/inan/table1/{dataset}/{size}_{variant}/history.csv",
+        metrics=R(paths.INAN_TABLE1_METRICS),
+        history=R(paths.INAN_TABLE1_HISTORY),
     wildcard_constraints:
         size="small|medium|large",
         variant="vd|al|re|real",
@@ -39,9 +39,9 @@ rule inan_train:
 
 rule inan_ablation_train:
     input:
-        corpus="results/data/{dataset}/corpus.pt",
+        corpus=R(paths.DATA_CORPUS),
     output:
-        metrics="results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json",
+        metrics=R(paths.INAN_ABLATION_METRICS),
     wildcard_constraints:
         size="small|medium|large",
         variant="al|real",
@@ -72,7 +72,7 @@ rule inan_table1:
         metrics=INAN_TABLE1_RUNS,
         paper="paper/reference/inan_table1.csv",
     output:
-        report("results/tables/inan_table1.csv", caption="../report/inan_table1.rst", category="Inan et al.",
+        report(R(paths.INAN_TABLE1), caption="../report/inan_table1.rst", category="Inan et al.",
                labels={"table": "Table 1"}),
     params:
         spec=spec_json(run_config("inan")),
@@ -89,7 +89,7 @@ rule inan_ablation_table:
     input:
         INAN_ABLATION_RUNS,
     output:
-        report("results/tables/inan_ablation.csv", caption="../report/inan_ablation.rst", category="Inan et al.",
+        report(R(paths.INAN_ABLATION), caption="../report/inan_ablation.rst", category="Inan et al.",
                labels={"table": "tau x gamma ablation"}),
     params:
         spec=spec_json(run_config("inan")),
@@ -104,16 +104,16 @@ rule inan_ablation_table:
 
 rule inan_subspace_point:
     input:
-        corpus="results/data/ptb/corpus.pt",
+        corpus=R(paths.DATA_CORPUS.format(dataset="ptb")),
     output:
-        "results/inan/subspace/{reading}/tau{tau}_beta{beta}.json",
+        R(paths.INAN_POINT),
     wildcard_constraints:
         reading=r"[a-z0-9_]+",
         tau=r"[0-9.e+-]+",
         beta=r"[0-9.e+-]+",
     params:
         spec=inan_point_spec,
-        work_dir="results/inan/subspace/runs/{reading}/tau{tau}_beta{beta}",
+        work_dir=R(paths.INAN_POINT_WORK),
         device=config["device"],
         tf32="--allow-tf32" if config["allow_tf32"] else "",
         code=code_version(*INAN_CODE),
@@ -134,13 +134,13 @@ rule inan_figure1:
         points=INAN_POINTS,
         paper="paper/reference/inan_figure1.csv",
     output:
-        table=report("results/tables/inan_figure1.csv", caption="../report/inan_figure1.rst",
+        table=report(R(paths.INAN_FIGURE1), caption="../report/inan_figure1.rst",
                      category="Inan et al.", labels={"table": "Figure 1 data"}),
-        runs="results/tables/inan_figure1_runs.csv",
-        epochs="results/inan/subspace/figure1_epochs.csv",
-        png=report("results/figures/inan_figure1.png", caption="../report/inan_figure1.rst",
+        runs=R(paths.INAN_FIGURE1_RUNS),
+        epochs=R(paths.INAN_FIGURE1_EPOCHS),
+        png=report(R(paths.png(paths.INAN_FIGURE1_FIGURE)), caption="../report/inan_figure1.rst",
                    category="Inan et al.", labels={"figure": "Figure 1"}),
-        svg="results/figures/inan_figure1.svg",
+        svg=R(paths.svg(paths.INAN_FIGURE1_FIGURE)),
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
@@ -159,7 +159,7 @@ rule inan_subspace_readings:
         points=INAN_READING_POINTS,
         paper="paper/reference/inan_figure1.csv",
     output:
-        report("results/tables/inan_subspace_readings.csv", caption="../report/inan_subspace_readings.rst",
+        report(R(paths.INAN_READINGS), caption="../report/inan_subspace_readings.rst",
                category="Inan et al.", labels={"table": "section 6.2 readings"}),
     params:
         spec=spec_json(run_config("inan")),
@@ -171,11 +171,3 @@ rule inan_subspace_readings:
         "python -m replicate inan readings-table --spec {params.spec:q} --protocol {params.protocol} "
         "--paper {input.paper} --out {output} {input.points} > {log} 2>&1"
 
-
-TARGETS.append("results/tables/inan_table1.csv")
-if INAN_AB["enabled"]:
-    TARGETS.append("results/tables/inan_ablation.csv")
-if INAN_SUB["enabled"]:
-    TARGETS.extend(["results/tables/inan_figure1.csv", "results/figures/inan_figure1.png"])
-    if len(INAN_READINGS) > 1:
-        TARGETS.append("results/tables/inan_subspace_readings.csv")

@@ -8,17 +8,17 @@ INAN_AB = INAN["ablation"]
 INAN_SUB = INAN["subspace"]
 INAN_CODE = ("inan", *LSTM_RUN_MODULES)
 
-INAN_TABLE1_RUNS = expand("results/inan/table1/{dataset}/{size}_{variant}/metrics.json",
+INAN_TABLE1_RUNS = expand(R(paths.INAN_TABLE1_METRICS),
                           dataset=INAN_T1["datasets"], size=INAN_T1["sizes"], variant=INAN_T1["variants"])
 INAN_ABLATION_RUNS = expand(
-    "results/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json",
+    R(paths.INAN_ABLATION_METRICS),
     dataset=INAN_AB["dataset"], size=INAN_AB["size"], variant=INAN_AB["variant"],
     tau=[inan_fmt(t) for t in INAN_AB["taus"]], gamma=[inan_fmt(g) for g in INAN_AB["gammas"]])
 INAN_READINGS = reading_names(INAN_SUB)  # Figure 1's reading first
 
 
 def inan_reading_points(reading):
-    return sorted({f"results/inan/subspace/{reading}/tau{inan_fmt(t)}_beta{inan_fmt(b)}.json"
+    return sorted({R(paths.INAN_POINT.format(reading=reading, tau=inan_fmt(t), beta=inan_fmt(b)))
                    for _, t, b in inan_points(INAN_SUB)})
 
 
@@ -26,6 +26,15 @@ INAN_POINTS = inan_reading_points(INAN_SUB["figure_reading"])
 INAN_READING_POINTS = [p for r in INAN_READINGS for p in inan_reading_points(r)]
 
 
+def inan_targets():
+    out = [R(paths.INAN_TABLE1)]
+    if INAN_AB["enabled"]:
+        out.append(R(paths.INAN_ABLATION))
+    if INAN_SUB["enabled"]:
+        out += R(paths.INAN_FIGURE1, paths.png(paths.INAN_FIGURE1_FIGURE))
+        if len(INAN_READINGS) > 1:
+            out.append(R(paths.INAN_READINGS))
+    return out
 
 def inan_size_settings(size):
     return {**INAN["sizes"][size], "soft_target_grad": INAN["soft_target_grad"]}

@@ -1,5 +1,6 @@
-# Transformer initial-loss sweep (PAPERS.md s.4): one streamed sweep job per width -> tables ->
-# figures; plus the peak-RSS benchmark of one streamed point. Logic: replicate/transformer/.
+# The initial-loss sweep (a Llama-style transformer at init, tied vs untied): one streamed sweep job per
+# width -> tables -> figures; plus the peak-RSS benchmark of one streamed point. Logic: replicate/initial_loss/.
+# Targets and the sweep spec: initial_loss_common.smk.
 
 
 localrules:
@@ -7,22 +8,15 @@ localrules:
     initial_loss_figures,
 
 
-IL = config["initial_loss"]
-# What a sweep job depends on (figure/table settings stay out, so editing them reruns no sweep).
-_IL_SWEEP_KEYS = ("vocab_size", "n_layers", "head_dim", "seeds", "batch_size", "seq_len",
-                  "token_distributions", "zipf_exponent", "chunk_tokens", "trunks", "heads")
-IL_SWEEP_SPEC = spec_json(run_config(None, initial_loss={k: IL[k] for k in _IL_SWEEP_KEYS}))
-
-
 rule initial_loss_sweep:
     output:
-        csv="results/initial_loss/runs/d{width}.csv",
-        provenance="results/initial_loss/runs/d{width}.csv.provenance.json",
+        csv=R(paths.IL_SWEEP),
+        provenance=R(paths.IL_SWEEP_PROVENANCE),
     wildcard_constraints:
         width=r"\d+",
     params:
         spec=IL_SWEEP_SPEC,
-        code=code_version("transformer.model", "transformer.sweep", "transformer.cli", "devices"),
+        code=code_version("llama", "initial_loss.sweep", "initial_loss.cli", "devices"),
     threads: 2
     resources:
         mem_mb=sweep_mem_mb(IL),
@@ -39,20 +33,20 @@ rule initial_loss_sweep:
 
 rule initial_loss_tables:
     input:
-        runs=expand("results/initial_loss/runs/d{width}.csv", width=IL["widths"]),
+        runs=expand(R(paths.IL_SWEEP), width=IL["widths"]),
         families=IL["families_csv"],
     output:
-        tidy="results/initial_loss/initial_loss.csv",
-        summary=report("results/tables/initial_loss_summary.csv",
+        tidy=R(paths.IL_TIDY),
+        summary=report(R(paths.IL_SUMMARY),
                        caption="../report/initial_loss_summary.rst", category="Initial loss"),
-        theory=report("results/tables/initial_loss_theory.csv",
+        theory=report(R(paths.IL_THEORY),
                       caption="../report/initial_loss_theory.rst", category="Initial loss"),
-        families=report("results/tables/model_families.csv",
+        families=report(R(paths.IL_FAMILIES),
                         caption="../report/initial_loss_families.rst", category="Initial loss"),
-        metrics="results/initial_loss/metrics.json",
+        metrics=R(paths.IL_METRICS),
     params:
         spec=spec_json(run_config("initial_loss")),
-        code=code_version("transformer"),
+        code=code_version("initial_loss"),
     log:
         "results/logs/initial_loss/tables.log",
     shell:
@@ -63,21 +57,21 @@ rule initial_loss_tables:
 
 rule initial_loss_figures:
     input:
-        summary="results/tables/initial_loss_summary.csv",
-        families="results/tables/model_families.csv",
+        summary=R(paths.IL_SUMMARY),
+        families=R(paths.IL_FAMILIES),
     output:
-        report("results/figures/initial_loss_vs_width.png",
+        report(R(paths.png(paths.IL_FIGURES[0])),
                caption="../report/initial_loss_vs_width.rst", category="Initial loss"),
-        "results/figures/initial_loss_vs_width.svg",
-        report("results/figures/initial_loss_standard_init.png",
+        R(paths.svg(paths.IL_FIGURES[0])),
+        report(R(paths.png(paths.IL_FIGURES[1])),
                caption="../report/initial_loss_standard_init.rst", category="Initial loss"),
-        "results/figures/initial_loss_standard_init.svg",
-        report("results/figures/embedding_share.png",
+        R(paths.svg(paths.IL_FIGURES[1])),
+        report(R(paths.png(paths.IL_FIGURES[2])),
                caption="../report/initial_loss_embedding_share.rst", category="Initial loss"),
-        "results/figures/embedding_share.svg",
+        R(paths.svg(paths.IL_FIGURES[2])),
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
-        code=code_version("transformer", "plotting"),
+        code=code_version("initial_loss", "plotting"),
     log:
         "results/logs/initial_loss/figures.log",
     shell:
@@ -87,11 +81,11 @@ rule initial_loss_figures:
 
 rule initial_loss_memory:
     output:
-        "results/initial_loss/memory_benchmark.json",
+        R(paths.IL_MEMORY),
     params:
         spec=spec_json(run_config(None, initial_loss={**{k: IL[k] for k in _IL_SWEEP_KEYS},
                                                       "memory_benchmark": IL["memory_benchmark"]})),
-        code=code_version("transformer.model", "transformer.sweep", "transformer.cli", "devices"),
+        code=code_version("llama", "initial_loss.sweep", "initial_loss.cli", "devices"),
     threads: 2
     log:
         "results/logs/initial_loss/memory.log",
@@ -100,17 +94,3 @@ rule initial_loss_memory:
     shell:
         "python -m replicate initial-loss memory --spec {params.spec:q} --threads {threads} "
         "--out {output} > {log} 2>&1"
-
-
-TARGETS.extend(
-    [
-        "results/tables/initial_loss_summary.csv",
-        "results/tables/initial_loss_theory.csv",
-        "results/tables/model_families.csv",
-        "results/figures/initial_loss_vs_width.png",
-        "results/figures/initial_loss_standard_init.png",
-        "results/figures/embedding_share.png",
-    ]
-)
-if IL["memory_benchmark"]["enabled"]:
-    TARGETS.append("results/initial_loss/memory_benchmark.json")

@@ -8,10 +8,10 @@ localrules:
 
 rule press_wolf_train:
     input:
-        corpus=f"results/data/{PW['dataset']}/corpus.pt",
+        corpus=R(paths.DATA_CORPUS.format(dataset=PW["dataset"])),
     output:
-        metrics="results/press_wolf/{cell}/seed{seed}/metrics.json",
-        history="results/press_wolf/{cell}/seed{seed}/history.csv",
+        metrics=R(paths.PW_METRICS),
+        history=R(paths.PW_HISTORY),
     wildcard_constraints:
         cell=r"[a-z_]+(@[a-z_]+=[^/@]+)*",
     params:
@@ -37,11 +37,11 @@ rule press_wolf_train:
 
 rule press_wolf_table:
     input:
-        metrics=lambda wc: expand("results/press_wolf/{cell}/seed{seed}/metrics.json",
+        metrics=lambda wc: expand(R(paths.PW_METRICS),
                                   cell=PW["tables"][wc.table], seed=PW["seeds"]),
         paper="paper/reference/press_wolf_{table}.csv",
     output:
-        report("results/tables/press_wolf_{table}.csv", caption="../report/press_wolf_table.rst",
+        report(R(paths.PW_TABLE), caption="../report/press_wolf_table.rst",
                category="Press & Wolf", labels={"table": "{table}"}),
     wildcard_constraints:
         table="table5|table6",
@@ -54,6 +54,3 @@ rule press_wolf_table:
         "python -m replicate press-wolf table --name {wildcards.table} --paper {input.paper} "
         "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
 
-
-TARGETS.extend(PW_RUNS)
-TARGETS.extend(expand("results/tables/press_wolf_{table}.csv", table=list(PW["tables"])))

@@ -2,7 +2,7 @@
 from replicate.press_wolf.cells import cell_settings
 
 PW = config["press_wolf"]
-PW_RUNS = expand("results/press_wolf/{cell}/seed{seed}/metrics.json", cell=PW["cells"] + PW["ablations"],
+PW_RUNS = expand(R(paths.PW_METRICS), cell=PW["cells"] + PW["ablations"],
                  seed=PW["seeds"])
 
 
@@ -16,3 +16,12 @@ def press_wolf_spec(wildcards):
     settings = press_wolf_settings(wildcards)
     return spec_json({"name": f"{wildcards.cell}/seed{wildcards.seed}", "settings": settings,
                       "config": run_config(None, dataset=PW["dataset"], settings=settings)})
+
+
+def press_wolf_targets():
+    return [*PW_RUNS, *expand(R(paths.PW_TABLE), table=list(PW["tables"]))]
+
+
+def press_wolf_histories():
+    """The per-epoch histories of this configuration's runs (the report's learning curves)."""
+    return expand(R(paths.PW_HISTORY), cell=PW["cells"] + PW["ablations"], seed=PW["seeds"])

@@ -1,5 +1,5 @@
 # The report: every table and figure beside the papers', the claims checked against our numbers.
-# Include this file LAST: its rule takes every other rule file's final targets as input.
+# Its inputs are every experiment's final targets (common.smk), read when the DAG is built.
 # Logic: replicate/report/ (python -m replicate report ...).
 import glob
 
@@ -10,16 +10,6 @@ from pathlib import Path
 localrules:
     report_learning_curves,
     report,
-
-
-# Every final output the other rule files requested (taken now, before this file adds its own).
-REPORT_INPUTS = [t for t in TARGETS if not t.startswith("results/report/")]
-# Press & Wolf runs in this configuration -> their per-epoch histories (learning curves).
-REPORT_HISTORIES = [
-    str(Path(t).with_name("history.csv"))
-    for t in REPORT_INPUTS
-    if t.startswith("results/press_wolf/") and Path(t).name == "metrics.json"
-]
 
 
 # config/paper.yaml with every section's schema defaults filled: the report lists, per experiment, how
@@ -34,16 +24,16 @@ REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", "press_
 
 rule report_learning_curves:
     input:
-        REPORT_HISTORIES,
+        lambda wildcards: press_wolf_histories(),
     output:
         report(
-            "results/figures/report_press_wolf_learning_curves.png",
+            R(paths.png(paths.PW_LEARNING_CURVES)),
             caption="../report/report_learning_curves.rst",
             category="Press & Wolf",
             subcategory="Figures",
             labels={"figure": "learning curves"},
         ),
-        "results/figures/report_press_wolf_learning_curves.svg",
+        R(paths.svg(paths.PW_LEARNING_CURVES)),
     params:
         stem=subpath(output[0], strip_suffix=".png"),
         code=code_version("report", "plotting"),
@@ -55,15 +45,15 @@ rule report_learning_curves:
 
 rule report:
     input:
-        results=REPORT_INPUTS,
-        curves=(["results/figures/report_press_wolf_learning_curves.png"] if REPORT_HISTORIES else []),
+        results=lambda wildcards: experiment_targets(),
+        curves=lambda wildcards: R(paths.png(paths.PW_LEARNING_CURVES)) if press_wolf_histories() else [],
         template=config["report"]["template"],
         paper=sorted(glob.glob("paper/reference/*.csv")),
         captions=sorted(glob.glob("workflow/report/*.rst")),
     output:
-        md="results/report/report.md",
+        md=R(paths.REPORT_MD),
         html=report(
-            "results/report/index.html",
+            R(paths.REPORT_HTML),
             caption="../report/report_index.rst",
             category="Report",
             labels={"file": "index.html"},
@@ -81,5 +71,3 @@ rule report:
         "python -m replicate report build --results {params.results} --template {input.template:q} "
         "--md {output.md} --html {output.html} --captions workflow/report --spec {params.spec:q} > {log} 2>&1"
 
-
-TARGETS.append("results/report/index.html")

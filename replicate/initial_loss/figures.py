@@ -10,9 +10,9 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
 
-from replicate.transformer.model import resolve_std
-from replicate.transformer.tables import NORM_EPS
-from replicate.transformer.theory import initial_loss
+from replicate.llama import resolve_std
+from replicate.initial_loss.tables import NORM_EPS
+from replicate.initial_loss.theory import initial_loss
 
 STD_LABELS = {"0.02": "σ = 0.02", "inv_sqrt_d": "σ = 1/√d", "log_n_over_d": "σ = (log n)/d"}
 

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from replicate.transformer.model import (Block, HalfSwap, ModelConfig, TransformerLM, draw_, mlp_hidden,
+from replicate.llama import (Block, HalfSwap, ModelConfig, TransformerLM, draw_, mlp_hidden,
                                          param_generator, resolve_std, rope_tables)
-from replicate.transformer.theory import essay_table, initial_loss, self_logit
+from replicate.initial_loss.theory import essay_table, initial_loss, self_logit
 
 SMALL = dict(vocab_size=500, d_model=32, n_layers=2, head_dim=16)
 

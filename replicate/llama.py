@@ -1,4 +1,5 @@
-"""A compact Llama-style decoder for initial-loss measurements (nanoGPT-sized and -styled).
+"""A compact Llama-style decoder (nanoGPT-sized and -styled), shared by the initial-loss sweep and the
+scale study's small transformer.
 
 Architecture: token embedding -> n_layers x [x + Attn(RMSNorm(x)), x + SwiGLU(RMSNorm(x))] ->
 final RMSNorm -> optional mixer (orthogonal d x d projection, or a parameter-free swap of the two
@@ -6,7 +7,7 @@ halves of the hidden vector) -> optional d^-1/2 rescale (T5 / Mesh-TensorFlow) -
 tied to the embedding (same Parameter) or untied. No biases; rotary position embeddings.
 
 Initialisation is by parameter NAME: every parameter gets its own ``torch.Generator`` seeded from
-(seed, full parameter name). That is what lets ``replicate.transformer.sweep`` build the model one
+(seed, full parameter name). That is what lets ``replicate.initial_loss.sweep`` build the model one
 block at a time and still get exactly the weights of the whole model built with the same seed.
 
 - every matrix (embedding, q/k/v/o, gate/up/down, untied output): N(0, std^2), or the normal

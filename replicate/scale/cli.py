@@ -11,42 +11,31 @@ Commands (one per rule):
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from replicate import io as rio
 from replicate import provenance
-from replicate.analysis import LSTM_RUN_MATH
+from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
 from replicate.errors import ReplicateError
-
-
-def _spec(text: str) -> dict:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the spec the rule builds") from exc
-
-
-def _provenance_sidecar(csv_path: str | Path, config, started: str) -> None:
-    rio.write_json(f"{csv_path}.provenance.json", {"provenance": provenance.collect(config, started)})
+from replicate.scale import LSTM_RUN_MATH
 
 
 # ----------------------------------------------------------------------------- train
 def cmd_train(args) -> int:
     import torch
 
-    from replicate.analysis import embeddings as emb
-    from replicate.analysis import scale
+    from replicate.scale import embeddings as emb
+    from replicate.scale import study
     from replicate.data import load_corpus
     from replicate.lstm.runner import train_run
     from replicate.lstm.config import resolve
     from replicate.lstm.model import LSTMLM
 
-    spec = _spec(args.spec)
+    spec = load_spec(args.spec)
     corpus = load_corpus(args.corpus)
     n_train = len(corpus.train)
-    tokens = scale.train_tokens_for(n_train, int(spec["pct"]))
-    settings = scale.run_settings(spec["lstm"], spec["hidden"], spec["variant"], spec["seed"],
+    tokens = study.train_tokens_for(n_train, int(spec["pct"]))
+    settings = study.run_settings(spec["lstm"], spec["hidden"], spec["variant"], spec["seed"],
                                   None if tokens == n_train else tokens)
     counts_used = torch.bincount(corpus.train[:tokens], minlength=len(corpus.vocab))
     tracker = emb.UpdateTracker(len(corpus.vocab), every=spec["track_every"])
@@ -88,31 +77,30 @@ def cmd_train(args) -> int:
 
 # ----------------------------------------------------------------------------- transformer
 def cmd_transformer(args) -> int:
-    from replicate.analysis.transformer_train import train
+    from replicate.scale.transformer import train
     from replicate.data import load_corpus
 
-    spec = _spec(args.spec)
+    spec = load_spec(args.spec)
     train(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device)
     return 0
 
 
 # ----------------------------------------------------------------------------- table
 def cmd_table(args) -> int:
-    from replicate.analysis import figures, scale
+    from replicate.scale import figures, study
 
     started = provenance.now()
-    spec = _spec(args.spec)
+    spec = load_spec(args.spec)
     cfg, protocol, metric = spec["scale"], spec["protocol"], spec["scale"]["metric"]
     summaries = [rio.read_json(p) for p in args.summaries]
-    runs = scale.runs_frame(summaries, protocol)
-    by_seed = scale.gain_by_seed(runs, cfg, metric, protocol)
-    gain = scale.gain_table(by_seed)
-    data = scale.data_table(by_seed)
-    claims = scale.claims_table(by_seed, protocol)
+    runs = study.runs_frame(summaries, protocol)
+    by_seed = study.gain_by_seed(runs, cfg, metric, protocol)
+    gain = study.gain_table(by_seed)
+    data = study.data_table(by_seed)
+    claims = study.claims_table(by_seed, protocol)
     for path, frame in ((args.out_runs, runs), (args.out_by_seed, by_seed), (args.out_gain, gain),
                         (args.out_data, data), (args.out_claims, claims)):
-        rio.write_csv(path, frame)
-        _provenance_sidecar(path, spec, started)
+        write_csv_with_provenance(path, frame, spec, started)
     figures.gain_figures(by_seed, gain, args.figures_dir, protocol)
     for _, row in claims.iterrows():
         print(f"{row['claim_id']}: {row['verdict']} -- {row['evidence']}")
@@ -124,12 +112,12 @@ def cmd_embeddings(args) -> int:
     import pandas as pd
     import torch
 
-    from replicate.analysis import embeddings as emb
-    from replicate.analysis import figures
+    from replicate.scale import embeddings as emb
+    from replicate.scale import figures
     from replicate.data import load_corpus
 
     started = provenance.now()
-    spec = _spec(args.spec)
+    spec = load_spec(args.spec)
     ana, protocol = spec["scale"]["analysis"], spec["protocol"]
     vocab = load_corpus(args.corpus).vocab
     buckets, recorders, finals = [], {}, {}
@@ -156,8 +144,7 @@ def cmd_embeddings(args) -> int:
     wordsim["protocol"] = protocol
     for path, frame in ((args.out_updates, upd), (args.out_similarity_epochs, sim), (args.out_similarity, final),
                         (args.out_wordsim, wordsim)):
-        rio.write_csv(path, frame)
-        _provenance_sidecar(path, spec, started)
+        write_csv_with_provenance(path, frame, spec, started)
     figures.update_figure(upd, args.figures_dir, protocol)
     figures.similarity_figure(sim, args.figures_dir, protocol)
     print(final.groupby("comparison")[["spearman", "knn_overlap"]].mean().to_string())
@@ -180,8 +167,8 @@ def final_similarity(sim):
 def word_similarity(benchmarks: list[dict], finals: dict, vocab: list[str], download_dir: Path):
     import pandas as pd
 
-    from replicate.analysis import embeddings as emb
-    from replicate.analysis.embeddings import matrix_label
+    from replicate.scale import embeddings as emb
+    from replicate.scale.embeddings import matrix_label
 
     cols = ["benchmark", "variant", "seed", "matrix", "n_pairs", "n_covered", "spearman", "status"]
     if not benchmarks:
@@ -211,10 +198,10 @@ def word_similarity(benchmarks: list[dict], finals: dict, vocab: list[str], down
 def cmd_transformer_summary(args) -> int:
     import pandas as pd
 
-    from replicate.analysis import figures
+    from replicate.scale import figures
 
     started = provenance.now()
-    spec = _spec(args.spec)
+    spec = load_spec(args.spec)
     protocol = spec["protocol"]
     rows, curves = [], []
     keep = ["variant", "std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
@@ -234,8 +221,7 @@ def cmd_transformer_summary(args) -> int:
     curve = pd.concat(curves, ignore_index=True)
     curve["protocol"] = protocol
     for path, frame in ((args.out_table, table), (args.out_curves, curve)):
-        rio.write_csv(path, frame)
-        _provenance_sidecar(path, spec, started)
+        write_csv_with_provenance(path, frame, spec, started)
     figures.transformer_figures(curve, table, args.figures_dir, protocol)
     print(table.to_string())
     return 0
@@ -247,26 +233,18 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    def run_args(q):
-        q.add_argument("--spec", required=True, help="run spec (JSON; the rule builds it)")
-        q.add_argument("--corpus", required=True, help="prepared corpus.pt")
-        q.add_argument("--out-dir", required=True)
-        q.add_argument("--threads", type=int, default=None)
-        q.add_argument("--device", default="auto")
-        q.add_argument("--allow-tf32", action="store_true")
-
-    run_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"))
-    run_args(sub.add_parser("transformer", help="one small Llama-style run on WikiText-2"))
+    add_job_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"), run=True)
+    add_job_args(sub.add_parser("transformer", help="one small Llama-style run on WikiText-2"), run=True)
 
     q = sub.add_parser("table", help="tying-gain tables, claims and figures")
-    q.add_argument("--spec", required=True)
+    add_job_args(q, threads=False, device=False)
     for name in ("runs", "by-seed", "gain", "data", "claims"):
         q.add_argument(f"--out-{name}", required=True)
     q.add_argument("--figures-dir", required=True)
     q.add_argument("summaries", nargs="+", help="summary.json of every run")
 
     q = sub.add_parser("embeddings", help="embedding analysis over the analysis runs")
-    q.add_argument("--spec", required=True)
+    add_job_args(q, threads=False, device=False)
     q.add_argument("--corpus", required=True, help="the corpus the runs used (vocabulary)")
     for name in ("updates", "similarity", "similarity-epochs", "wordsim"):
         q.add_argument(f"--out-{name}", required=True)
@@ -276,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("runs", nargs="+", help="run folders (summary.json, updates.csv, embeddings.pt)")
 
     q = sub.add_parser("transformer-summary", help="table, curves and figures of the transformer runs")
-    q.add_argument("--spec", required=True)
+    add_job_args(q, threads=False, device=False)
     q.add_argument("--out-table", required=True)
     q.add_argument("--out-curves", required=True)
     q.add_argument("--figures-dir", required=True)

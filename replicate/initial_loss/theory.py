@@ -1,4 +1,4 @@
-"""Closed-form initial loss of a tied model whose residual branches start at zero (PAPERS.md s.4).
+"""Closed-form initial loss of a tied model whose residual branches start at zero.
 
 Every block is an identity, so the final RMSNorm sees the embedding w_i of the input token and
 returns w_i / rms(w_i) ~ w_i / sigma. With a tied output the logit of token i itself is then
@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from replicate.transformer.model import resolve_std
+from replicate.llama import resolve_std
 
 
 def self_logit(d, sigma, rescale: bool = False, eps: float = 0.0):

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from replicate.errors import ReplicateError
-from replicate.transformer import families, tables
-from replicate.transformer.model import ModelConfig, TransformerLM
-from replicate.transformer.sweep import expand_grid, run_width, sample_tokens, streamed_losses
+from replicate.initial_loss import families, tables
+from replicate.llama import ModelConfig, TransformerLM
+from replicate.initial_loss.sweep import expand_grid, run_width, sample_tokens, streamed_losses
 
 HEADS = [
     {"tied": True, "rescale": False, "mixer": "none"},
@@ -50,7 +50,7 @@ def test_zero_branch_tied_loss_follows_theory_and_rescale_gives_log_n():
     trunk = ModelConfig(vocab_size=n, d_model=d, n_layers=1, zero_branches=True, std=0.02)
     toks = sample_tokens(n, 2, 65, seed=0)
     tied, rescaled = streamed_losses(trunk, HEADS[:2], toks, seed=0)
-    from replicate.transformer.theory import initial_loss
+    from replicate.initial_loss.theory import initial_loss
 
     assert tied["loss"] == pytest.approx(float(initial_loss(d, 0.02, n)), abs=0.1)
     assert rescaled["loss"] == pytest.approx(math.log(n), abs=0.02)

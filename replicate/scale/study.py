@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from replicate import paths
 from replicate.errors import ReplicateError
 
 VARIANTS = {
@@ -28,11 +29,9 @@ VARIANTS = {
     "untied_pr": {"tying": "untied", "projection": True},
     "tied_pr": {"tying": "tied", "projection": True},
 }
-RUN_ROOT = "results/scale/runs"
-
-
 def run_dir(dataset: str, pct: int, hidden: int, variant: str, seed: int) -> str:
-    return f"{RUN_ROOT}/{dataset}/p{int(pct)}_h{int(hidden)}_{variant}/seed{int(seed)}"
+    return paths.under_results(paths.SCALE_RUN.format(dataset=dataset, pct=int(pct), hidden=int(hidden), variant=variant,
+                                                      seed=int(seed)))
 
 
 def lstm_grid(cfg: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,18 +1,18 @@
-"""Press & Wolf's embedding analysis and the "when does tying pay off" scale study (issue 8).
+"""Press & Wolf's embedding analysis and the "when does tying pay off" scale study.
 
 - ``embeddings``: update statistics per embedding row (training hook), cheap per-epoch snapshots,
   similarity between embedding matrices (Spearman of cosine structure, k-NN overlap), word-similarity
   benchmarks (Simlex-999, MEN, ... when the user provides the files).
-- ``scale``: the grid of the scale study (data fractions, WikiText-2, hidden sizes), the tying-gain
+- ``study``: the grid of the scale study (data fractions, WikiText-2, hidden sizes), the tying-gain
   table and the claim "the tying gain shrinks as data grows".
-- ``transformer_train``: a small Llama-style LM (``replicate.transformer.model``) trained on WikiText-2:
+- ``transformer``: a small Llama-style LM (``replicate.llama``) trained on WikiText-2:
   untied vs tied vs tied + output rescale; learning curves, gradient norms, loss spikes.
 - ``cli``: ``python -m replicate scale <train|transformer|embeddings|table|transformer-summary>``.
 """
 
 from replicate.lstm import MATH_MODULES as _ENGINE_MATH
 
-LSTM_RUN_MATH = (*_ENGINE_MATH, "analysis.embeddings")
+LSTM_RUN_MATH = (*_ENGINE_MATH, "scale.embeddings")
 """What a scale-study LSTM run computes with (engine + update/snapshot hooks): its summary's ``code_version``."""
-TRANSFORMER_RUN_MATH = ("analysis.transformer_train", "transformer.model", "transformer.theory")
+TRANSFORMER_RUN_MATH = ("scale.transformer", "llama", "initial_loss.theory")
 """What a scale-study transformer run computes with: its summary's ``code_version``."""

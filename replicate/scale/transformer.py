@@ -1,4 +1,4 @@
-"""A small Llama-style LM (``replicate.transformer.model.TransformerLM``) trained on WikiText-2:
+"""A small Llama-style LM (``replicate.llama.TransformerLM``) trained on WikiText-2:
 untied vs tied vs tied + d^-1/2 output rescale. Records the learning curve, gradient norms (total
 and of the embedding matrix), loss/gradient spikes, and the loss at step 0 (the initial loss that the
 initial-loss sweep predicts in closed form).
@@ -6,7 +6,7 @@ initial-loss sweep predicts in closed form).
 Protocol: AdamW (betas 0.9/0.95), linear warmup then cosine decay to ``min_lr_ratio`` x lr, weight
 decay on matrices (embedding included) but not on norm gains, global-norm clipping, random
 contiguous windows of the training split (the same batches for every variant of a seed: a paired
-comparison). Every parameter's init comes from helper-2's per-name generators, so untied and tied
+comparison). Every parameter's init comes from its own per-name generator (replicate.llama), so untied and tied
 models of one seed share every common weight. Runs are minutes long: no checkpoint/resume (a killed
 run restarts; Snakemake removes its partial outputs).
 """
@@ -24,7 +24,7 @@ import torch
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.analysis import TRANSFORMER_RUN_MATH
+from replicate.scale import TRANSFORMER_RUN_MATH
 from replicate.errors import ReplicateError
 
 VARIANTS = {"untied": dict(tied=False, rescale=False), "tied": dict(tied=True, rescale=False),
@@ -39,7 +39,7 @@ def parse_std(std: str | float) -> float | str:
 
 
 def model_config(spec: dict[str, Any], vocab_size: int):
-    from replicate.transformer.model import ModelConfig
+    from replicate.llama import ModelConfig
 
     if spec["variant"] not in VARIANTS:
         raise ReplicateError(f"unknown transformer variant {spec['variant']!r}", f"use one of {sorted(VARIANTS)}")
@@ -71,7 +71,7 @@ def count_spikes(values, window: int, factor: float) -> int:
 def theory_step0(variant: str, d: int, sigma: float, n: int) -> float:
     """The sweep's closed form (exact for zero residual branches): tied log(exp(d s)+n-1), tied+rescale
     log(exp(s sqrt d)+n-1), untied log n (a random untied output gives logits ~ 0 relative to log n)."""
-    from replicate.transformer.theory import initial_loss
+    from replicate.initial_loss.theory import initial_loss
 
     if variant == "untied":
         return math.log(n)
@@ -80,7 +80,7 @@ def theory_step0(variant: str, d: int, sigma: float, n: int) -> float:
 
 def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None = None, device: str = "cpu",
           log=print) -> dict[str, Any]:
-    from replicate.transformer.model import TransformerLM
+    from replicate.llama import TransformerLM
 
     started = provenance.now()
     dev = devices.resolve_device(device)

@@ -1,4 +1,4 @@
-"""Embedding analysis (issue 8): similarity math, update counting, snapshots, benchmarks."""
+"""Embedding analysis (scale study): similarity math, update counting, snapshots, benchmarks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from replicate.analysis import embeddings as emb
+from replicate.scale import embeddings as emb
 from replicate.lstm.config import ModelConfig, TrainConfig
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import StepInfo, Trainer
@@ -202,14 +202,14 @@ def test_benchmark_missing_file_is_a_user_error(tmp_path):
 
 
 def test_word_similarity_without_benchmarks_says_so(tmp_path):
-    from replicate.analysis.cli import word_similarity
+    from replicate.scale.cli import word_similarity
 
     out = word_similarity([], {}, ["a"], tmp_path)
     assert out["benchmark"].tolist() == ["none"] and out["status"].str.startswith("not provided").all()
 
 
 def test_final_similarity_drops_shared_init_pairs():
-    from replicate.analysis.cli import final_similarity
+    from replicate.scale.cli import final_similarity
 
     sim = pd.DataFrame({"comparison": ["x", "x", "y"], "epoch": [2, 2, 2], "shared_init": [True, False, True],
                         "same_seed": [True, False, True], "spearman": [1.0, 0.3, 0.9]})

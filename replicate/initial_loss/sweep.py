@@ -3,7 +3,7 @@
 The model is random and used once, so we keep only what must persist -- the embedding, which
 is also the tied output matrix -- and build, apply and free one block at a time. Every parameter is
 drawn from its own generator seeded by (seed, parameter name) (``model.init_tensor_``), so the
-streamed result equals ``TransformerLM(cfg, seed)`` exactly (tests/test_transformer_sweep.py).
+streamed result equals ``TransformerLM(cfg, seed)`` exactly (tests/test_initial_loss_sweep.py).
 
 One pass through the blocks (a "trunk": width, std, init, branches) serves every output-side
 variant (tied/untied, rescale, mixer): those only change the head, so the residual stream is
@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from replicate.transformer.model import (Block, Head, ModelConfig, init_parameters, init_tensor_,
+from replicate.llama import (Block, Head, ModelConfig, init_parameters, init_tensor_,
                                          param_generator, rope_tables, skeleton)
 
 BRANCHES = {"zero": True, "normal": False}

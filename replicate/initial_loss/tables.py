@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from replicate.transformer.model import ModelConfig
-from replicate.transformer.theory import initial_loss
+from replicate.llama import ModelConfig
+from replicate.initial_loss.theory import initial_loss
 
 KEYS = ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n", "n_layers"]
 

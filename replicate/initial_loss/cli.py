@@ -20,39 +20,24 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
+from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
 from replicate.errors import ReplicateError
-from replicate.transformer import SWEEP_MODULES
-
-
-def _log(msg: str) -> None:
-    print(msg, flush=True)
-
-
-def _spec(text: str) -> dict:
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the rule's {params.spec:q}") from exc
-    if "initial_loss" not in spec:
-        raise ReplicateError("--spec lacks the initial_loss section", "pass run_config(...) from the rule")
-    return spec
+from replicate.initial_loss import SWEEP_MODULES
 
 
 def cmd_sweep(args) -> int:
-    from replicate.transformer.sweep import run_width
+    from replicate.initial_loss.sweep import run_width
 
-    spec, started = _spec(args.spec), provenance.now()
+    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
     devices.setup(args.threads, spec.get("allow_tf32", False))
     device = devices.resolve_device(spec.get("device", "auto"))
     t0 = time.perf_counter()
-    frame = run_width(spec["initial_loss"], args.width, device, log=_log)
+    frame = run_width(spec["initial_loss"], args.width, device, log=log)
     frame["protocol"] = spec.get("protocol")
-    rio.write_csv(args.out, frame)
-    rio.write_json(f"{args.out}.provenance.json",
-                   {"width": args.width, "seconds": time.perf_counter() - t0,
-                    "code_version": provenance.source_hash(*SWEEP_MODULES),
-                    "provenance": provenance.collect(spec, started, str(device))})
-    _log(f"d={args.width}: {len(frame)} rows in {time.perf_counter() - t0:.1f}s -> {args.out}")
+    write_csv_with_provenance(args.out, frame, spec, started, str(device), width=args.width,
+                              seconds=time.perf_counter() - t0,
+                              code_version=provenance.source_hash(*SWEEP_MODULES))
+    log(f"d={args.width}: {len(frame)} rows in {time.perf_counter() - t0:.1f}s -> {args.out}")
     return 0
 
 
@@ -61,9 +46,9 @@ def read_runs(paths: list[str]) -> pd.DataFrame:
 
 
 def cmd_tables(args) -> int:
-    from replicate.transformer import families, tables, theory
+    from replicate.initial_loss import families, tables, theory
 
-    spec, started = _spec(args.spec), provenance.now()
+    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
     section = spec["initial_loss"]
     tidy = read_runs(args.runs).sort_values(["token_dist", "branches", "init", "std", "head", "d", "seed"])
     summary = tables.summarise(tidy, spec.get("protocol"))
@@ -81,13 +66,13 @@ def cmd_tables(args) -> int:
                "outputs": [args.tidy, args.summary, args.theory, args.families_out],
                "provenance": provenance.collect(spec, started)}
     rio.write_json(args.metrics, metrics)
-    _log(json.dumps(metrics["findings"], indent=1))
+    log(json.dumps(metrics["findings"], indent=1))
     return 0
 
 
 def cmd_figures(args) -> int:
     from replicate.plotting import save_figure, use_style
-    from replicate.transformer import figures
+    from replicate.initial_loss import figures
 
     use_style()
     summary = pd.read_csv(args.summary, dtype={"std": str})
@@ -96,15 +81,15 @@ def cmd_figures(args) -> int:
     save_figure(figures.loss_vs_width(summary), out / "initial_loss_vs_width")
     save_figure(figures.standard_init(summary), out / "initial_loss_standard_init")
     save_figure(figures.embedding_share(fam), out / "embedding_share")
-    _log(f"figures written to {out}")
+    log(f"figures written to {out}")
     return 0
 
 
 def cmd_memory(args) -> int:
-    from replicate.transformer.model import ModelConfig
-    from replicate.transformer.sweep import BRANCHES, sample_tokens, streamed_losses
+    from replicate.llama import ModelConfig
+    from replicate.initial_loss.sweep import BRANCHES, sample_tokens, streamed_losses
 
-    spec, started = _spec(args.spec), provenance.now()
+    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
     section, bench = spec["initial_loss"], spec["initial_loss"]["memory_benchmark"]
     devices.setup(args.threads, False)
     trunk = ModelConfig(vocab_size=section["vocab_size"], d_model=bench["width"], n_layers=section["n_layers"],
@@ -127,7 +112,7 @@ def cmd_memory(args) -> int:
               "code_version": provenance.source_hash(*SWEEP_MODULES),
               "provenance": provenance.collect(spec, started, "cpu")}
     rio.write_json(args.out, record)
-    _log(f"streamed d={bench['width']} x {section['n_layers']} layers: peak RSS {peak / 2**30:.2f} GiB "
+    log(f"streamed d={bench['width']} x {section['n_layers']} layers: peak RSS {peak / 2**30:.2f} GiB "
          f"(whole model would hold {whole_fp32 / 2**30:.2f} GiB of fp32 weights), {seconds:.1f}s")
     if peak >= limit:
         raise ReplicateError(f"peak RSS {peak / 2**30:.2f} GiB is over the {bench['limit_gib']} GiB limit",
@@ -141,7 +126,7 @@ def _peak_rss_bytes() -> int:
 
 
 def _whole_model_bytes(cfg, untied: bool) -> int:
-    from replicate.transformer.model import mlp_hidden
+    from replicate.llama import mlp_hidden
 
     d = cfg.d_model
     per_block = 4 * d * d + 3 * d * mlp_hidden(d) + 2 * d
@@ -153,12 +138,11 @@ def main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="action", required=True)
     p = sub.add_parser("sweep", help="one width of the sweep")
-    p.add_argument("--spec", required=True, help="run spec JSON (the rule passes it)")
+    add_job_args(p, device=False)
     p.add_argument("--width", type=int, required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--threads", type=int, default=None)
     p = sub.add_parser("tables", help="tidy CSV, summary vs theory, theory table, model families, metrics")
-    p.add_argument("--spec", required=True)
+    add_job_args(p, threads=False, device=False)
     p.add_argument("--families", required=True, help="paper/reference/model_families.csv")
     p.add_argument("--tidy", required=True)
     p.add_argument("--summary", required=True)
@@ -171,8 +155,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--families", required=True)
     p.add_argument("--out-dir", required=True)
     p = sub.add_parser("memory", help="peak RSS of one streamed sweep point")
-    p.add_argument("--spec", required=True)
+    add_job_args(p, device=False)
     p.add_argument("--out", required=True)
-    p.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
     return {"sweep": cmd_sweep, "tables": cmd_tables, "figures": cmd_figures, "memory": cmd_memory}[args.action](args)

@@ -1,0 +1,94 @@
+"""Where every result file lives, relative to a results folder (``results/`` of a run, or the published
+bundle ``paper/measured/``). The rules write ``results/<path>`` (``under_results``); the report reads
+``<root>/<path>``. Templates take Snakemake's ``{wildcards}``. Imports nothing: the workflow reads it
+when it builds the DAG."""
+
+from __future__ import annotations
+
+RESULTS = "results"
+
+
+def under_results(*rel: str) -> str | list[str]:
+    """``results/<rel>`` for one path, a list of them for several."""
+    out = [f"{RESULTS}/{r}" for r in rel]
+    return out[0] if len(out) == 1 else out
+
+
+def png(stem: str) -> str:
+    return f"{stem}.png"
+
+
+def svg(stem: str) -> str:
+    return f"{stem}.svg"
+
+
+# ---------------------------------------------------------------------------------------- data
+DATA_RAW = "data/raw/{dataset}"
+DATA_CORPUS = "data/{dataset}/corpus.pt"
+DATA_STATS = "data/{dataset}/stats.json"
+DATA_SUMMARY = "data/summary.md"
+
+# ------------------------------------------------------------------------------- Press & Wolf
+PW_RUN = "press_wolf/{cell}/seed{seed}"  # with checkpoints
+PW_METRICS = f"{PW_RUN}/metrics.json"
+PW_HISTORY = f"{PW_RUN}/history.csv"
+PW_TABLE = "tables/press_wolf_{table}.csv"
+PW_TABLES = {"table6": "tables/press_wolf_table6.csv", "table5": "tables/press_wolf_table5.csv"}
+PW_LEARNING_CURVES = "figures/report_press_wolf_learning_curves"  # stem (.png, .svg); the report draws it
+
+# --------------------------------------------------------------------------------------- Inan
+INAN_TABLE1_RUN = "inan/table1/{dataset}/{size}_{variant}"
+INAN_TABLE1_METRICS = f"{INAN_TABLE1_RUN}/metrics.json"
+INAN_TABLE1_HISTORY = f"{INAN_TABLE1_RUN}/history.csv"
+INAN_ABLATION_METRICS = "inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json"
+INAN_POINT = "inan/subspace/{reading}/tau{tau}_beta{beta}.json"  # one section 6.2 point, all seeds
+INAN_POINT_WORK = "inan/subspace/runs/{reading}/tau{tau}_beta{beta}"  # its per-seed records, checkpoints
+INAN_TABLE1 = "tables/inan_table1.csv"
+INAN_ABLATION = "tables/inan_ablation.csv"
+INAN_FIGURE1 = "tables/inan_figure1.csv"
+INAN_FIGURE1_RUNS = "tables/inan_figure1_runs.csv"
+INAN_FIGURE1_EPOCHS = "inan/subspace/figure1_epochs.csv"
+INAN_FIGURE1_FIGURE = "figures/inan_figure1"  # stem (.png, .svg)
+INAN_READINGS = "tables/inan_subspace_readings.csv"
+
+# ------------------------------------------------------------------------------- initial loss
+IL_SWEEP = "initial_loss/runs/d{width}.csv"  # one width
+IL_SWEEP_PROVENANCE = f"{IL_SWEEP}.provenance.json"
+IL_TIDY = "initial_loss/initial_loss.csv"
+IL_METRICS = "initial_loss/metrics.json"
+IL_MEMORY = "initial_loss/memory_benchmark.json"
+IL_SUMMARY = "tables/initial_loss_summary.csv"
+IL_THEORY = "tables/initial_loss_theory.csv"
+IL_FAMILIES = "tables/model_families.csv"
+IL_FIGURES = ("figures/initial_loss_vs_width", "figures/initial_loss_standard_init",
+              "figures/embedding_share")  # stems (.png, .svg)
+
+# -------------------------------------------------------------- scale study, embedding analysis
+SCALE_RUN = "scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}"
+SCALE_METRICS = f"{SCALE_RUN}/metrics.json"
+SCALE_SUMMARY = f"{SCALE_RUN}/summary.json"
+SCALE_UPDATES_RUN = f"{SCALE_RUN}/updates.csv"
+SCALE_EMBEDDINGS_RUN = f"{SCALE_RUN}/embeddings.pt"
+SCALE_RUNS = "scale/runs.csv"
+SCALE_BY_SEED = "scale/gain_by_seed.csv"
+SCALE_GAIN = "tables/scale_gain.csv"
+SCALE_DATA = "tables/scale_data.csv"
+SCALE_CLAIMS = "tables/scale_claims.csv"
+SCALE_GAIN_FIGURES = ("figures/scale_data_gain", "figures/scale_model_gain")  # stems
+SCALE_UPDATES = "analysis/update_frequency.csv"
+SCALE_SIMILARITY = "tables/embedding_similarity.csv"
+SCALE_SIMILARITY_EPOCHS = "analysis/embedding_similarity_epochs.csv"
+SCALE_WORDSIM = "analysis/word_similarity.csv"
+SCALE_WORDSIM_DOWNLOADS = "analysis/benchmarks"  # word-similarity files given by url
+SCALE_EMBEDDING_FIGURES = ("figures/analysis_update_frequency", "figures/analysis_embedding_similarity")
+SCALE_TRANSFORMER_RUN = "scale/transformer/{variant}_std{std}/seed{seed}"
+SCALE_TRANSFORMER_SUMMARY = f"{SCALE_TRANSFORMER_RUN}/summary.json"
+SCALE_TRANSFORMER_CURVE = f"{SCALE_TRANSFORMER_RUN}/curve.csv"
+SCALE_TRANSFORMER = "tables/scale_transformer.csv"
+SCALE_TRANSFORMER_CURVES = "scale/transformer_curves.csv"
+SCALE_TRANSFORMER_FIGURE = "figures/scale_transformer"  # stem
+
+# ------------------------------------------------------------------------------------- report
+BENCHMARKS = "benchmarks"
+REPORT_MD = "report/report.md"
+REPORT_HTML = "report/index.html"
