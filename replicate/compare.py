@@ -1,10 +1,11 @@
 """``python -m replicate compare-results DIR_A DIR_B``: are two results trees the same, timings and
 provenance aside?
 
-Logs, benchmarks and Snakemake's own folders are skipped. JSON is compared without its volatile keys
-(provenance, code versions, timestamps, seconds, hosts), CSV without such columns, text (Markdown,
-HTML, SVG) with timestamps and hashes masked; every other file byte for byte. Exit status 1 when the
-trees differ, with one line per difference.
+Logs, benchmarks and Snakemake's own folders are skipped. JSON and torch files (checkpoints) are compared
+without their volatile keys (provenance, code versions, timestamps, seconds, memory, hosts), CSV without
+such columns, text (Markdown, HTML, SVG) with timestamps and hashes masked and the report's Compute and
+Provenance sections left out; every other file byte for byte. Exit status 1 when the trees differ, with
+one line per difference.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from pathlib import Path
 SKIPPED_DIRS = {"logs", "benchmarks", ".snakemake"}
 # a key or column is volatile when one of its '_'-separated words is one of these (or it ends in per_s)
 VOLATILE = re.compile(r"(^|_)(provenance|code|versions?|started|finished|timestamp|time|seconds|elapsed|host"
-                      r"|hostname|git|commit|wall|load|duration)(_|$)|per_s$", re.I)
+                      r"|hostname|git|commit|wall|load|duration|rss)(_|$)|per_s$", re.I)
+# the report's sections of timings and provenance (Markdown and HTML headings), up to the next section
+VOLATILE_SECTION = re.compile(r'^(## (Compute|Provenance)\s*$|<h2 id="(compute|provenance)">)')
+NEXT_SECTION = re.compile(r"^(## |<h2[ >])")
 TEXT_SUFFIXES = {".md", ".html", ".svg", ".txt", ".rst"}
 MASKS = (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?"),  # timestamps
          re.compile(r"\b[0-9a-f]{10,64}\b"))  # commits, code versions, sha256
@@ -32,12 +36,25 @@ def files(root: Path) -> set[str]:
             if p.is_file() and not SKIPPED_DIRS & set(p.relative_to(root).parts) and p.suffix != ".log"}
 
 
-def _strip(obj):
-    if isinstance(obj, dict):
-        return {k: _strip(v) for k, v in obj.items() if not VOLATILE.search(k)}
-    if isinstance(obj, list):
-        return [_strip(v) for v in obj]
-    return obj
+def _same(a, b) -> bool:
+    """Equal, volatile keys aside (JSON values, or what torch.load returns)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = [k for k in a if not VOLATILE.search(str(k))]
+        return keys == [k for k in b if not VOLATILE.search(str(k))] and all(_same(a[k], b[k]) for k in keys)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if hasattr(a, "dtype") and hasattr(a, "shape"):  # tensors, arrays (NaN equals NaN)
+        return (type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+                and bool(((a == b) | ((a != a) & (b != b))).all()))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    return type(a) is type(b) and a == b
+
+
+def _torch_load(path: Path):
+    import torch  # only when a tree has torch files
+
+    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def _csv_rows(text: str) -> list[list[str]]:
@@ -49,6 +66,13 @@ def _csv_rows(text: str) -> list[list[str]]:
 
 
 def _masked(text: str) -> list[str]:
+    lines, skipping = [], False
+    for line in text.splitlines():
+        if NEXT_SECTION.match(line):
+            skipping = bool(VOLATILE_SECTION.match(line))
+        if not skipping:
+            lines.append(line)
+    text = "\n".join(lines)
     for mask in MASKS:
         text = mask.sub("#", text)
     return text.splitlines()
@@ -62,8 +86,9 @@ def difference(a: Path, b: Path) -> str | None:
     suffix = a.name.rsplit(".", 1)[-1] if "." in a.name else ""
     try:
         if suffix == "json":
-            same = _strip(json.loads(raw_a)) == _strip(json.loads(raw_b))
-            return None if same else "JSON differs (volatile keys aside)"
+            return None if _same(json.loads(raw_a), json.loads(raw_b)) else "JSON differs (volatile keys aside)"
+        if suffix == "pt":
+            return None if _same(_torch_load(a), _torch_load(b)) else "torch file differs (volatile keys aside)"
         if suffix == "csv":
             ra, rb = _csv_rows(raw_a.decode()), _csv_rows(raw_b.decode())
             if ra == rb:
