@@ -116,7 +116,7 @@ rule inan_subspace_point:
         work_dir=R(paths.INAN_POINT_WORK),
         device=config["device"],
         tf32="--allow-tf32" if config["allow_tf32"] else "",
-        code=code_version(*INAN_CODE),
+        code=code_version(*INAN_SUBSPACE_CODE),
     threads: INAN_SUB["threads"]
     resources:
         gpu=train_gpus,
