@@ -117,6 +117,11 @@ def test_inan_claims_hold_and_flip():
     small_only = Results(inan_table1=inan({"small": PAPER_INAN["small"]}))
     assert status("inan_re_large", small_only) == NOT_RUN
     assert status("inan_al_small", small_only) == C.HOLDS
+    without_real = {"small": {m: v for m, v in PAPER_INAN["small"].items() if m != "+REAL"}}
+    assert status("inan_al_small", Results(inan_table1=inan(without_real))) == C.HOLDS  # REAL not needed
+    without_real["small"]["+AL"] = 95.0
+    assert status("inan_al_small", Results(inan_table1=inan(without_real))) == C.FAILS
+    assert status("inan_real_best", Results(inan_table1=inan(without_real))) == NOT_RUN
 
 
 def test_inan_variants_beat_vd_and_real_tie_rule():
