@@ -42,6 +42,25 @@ def test_dry_run_imports_no_torch(workflow_dir, tmp_path):
     assert "report" in proc.stdout + proc.stderr
 
 
+def _inan_train_specs(workflow_dir, *configfiles) -> dict[str, dict]:
+    """variant -> the spec the dry run would hand to `python -m replicate inan train`."""
+    args = ["-n", "-p", "--forceall", "results/tables/inan_table1.csv", "--configfile", *configfiles]
+    out = run_snakemake(args, cwd=workflow_dir).stdout
+    specs = [json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out)]
+    return {s["variant"]: s for s in specs}
+
+
+def test_soft_target_grad_per_variant(workflow_dir):
+    """`inan.soft_target_grad` reaches each Table 1 job: a mapping per variant, a boolean for every variant."""
+    specs = _inan_train_specs(workflow_dir, "config/config.yaml")
+    assert set(specs) == {"vd", "al", "re", "real"}
+    grad = {v: s["size_settings"]["soft_target_grad"] for v, s in specs.items()}
+    assert grad == {"vd": False, "al": False, "re": False, "real": True}  # the default preset's mapping
+    (workflow_dir / "all_on.yaml").write_text("inan:\n  soft_target_grad: true\n")
+    specs = _inan_train_specs(workflow_dir, "config/config.yaml", "all_on.yaml")
+    assert all(s["size_settings"]["soft_target_grad"] for s in specs.values())
+
+
 def test_bad_config_stops_with_cause(workflow_dir):
     (workflow_dir / "bad.yaml").write_text("protocol: reduced\ndata:\n  download_timeout: -1\n")
     proc = run_snakemake(["-n", "all", "--configfile", "bad.yaml"], cwd=workflow_dir, check=False)

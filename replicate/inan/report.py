@@ -45,7 +45,8 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
         info = m["inan"]
         rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
                      "variant": info["variant"], "tau": info.get("tau"), "gamma": info.get("gamma"),
-                     "alpha": info.get("alpha"), "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
+                     "alpha": info.get("alpha"), "soft_target_grad": info.get("soft_target_grad"),
+                     "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
                      "epochs": m["resolved"]["train"]["epochs"], "params": m.get("num_parameters"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
@@ -63,7 +64,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
             "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "dropout_rate", "embedding_dropout", "epochs", "protocol", "paper_source", "variant"]
+            "alpha", "soft_target_grad", "dropout_rate", "embedding_dropout", "epochs", "protocol", "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
 
@@ -71,7 +72,7 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
     runs = _load(metrics_paths)
     rows = [{"dataset": m["inan"]["dataset"], "size": m["inan"]["size"], "model": VARIANTS[m["inan"]["variant"]]["label"],
              "tau": m["inan"]["tau"], "gamma": m["inan"]["gamma"], "alpha": m["inan"]["alpha"],
-             "valid_ppl": m["valid_ppl"],
+             "soft_target_grad": m["inan"].get("soft_target_grad"), "valid_ppl": m["valid_ppl"],
              "test_ppl": m["test_ppl"], "train_ppl": m.get("train_ppl"),
              "epochs": m["resolved"]["train"]["epochs"], "protocol": protocol_label(protocol, m)} for m in runs]
     df = pd.DataFrame(rows).sort_values(["tau", "gamma"]).reset_index(drop=True)

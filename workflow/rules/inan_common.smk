@@ -39,18 +39,24 @@ def inan_targets():
             out.append(R(paths.INAN_READINGS))
     return out
 
-def inan_size_settings(size):
-    return {**INAN["sizes"][size], "soft_target_grad": INAN["soft_target_grad"]}
+def inan_soft_target_grad(variant):
+    """``inan.soft_target_grad`` for one variant: a boolean applies to every variant, a mapping per variant."""
+    switch = INAN["soft_target_grad"]
+    return bool(switch.get(variant, False)) if isinstance(switch, dict) else bool(switch)
+
+
+def inan_size_settings(size, variant):
+    return {**INAN["sizes"][size], "soft_target_grad": inan_soft_target_grad(variant)}
 
 
 def inan_table1_spec(wc):
     return {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_T1["seed"],
-            "size_settings": inan_size_settings(wc.size), "reduction": INAN_T1["reduction"]}
+            "size_settings": inan_size_settings(wc.size, wc.variant), "reduction": INAN_T1["reduction"]}
 
 
 def inan_ablation_spec(wc):
     spec = {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_AB["seed"],
-            "size_settings": inan_size_settings(wc.size), "reduction": INAN_AB["reduction"],
+            "size_settings": inan_size_settings(wc.size, wc.variant), "reduction": INAN_AB["reduction"],
             "overrides": {**INAN_AB["overrides"], "tau": float(wc.tau), "gamma": float(wc.gamma)},
             "tag": f"tau{wc.tau}_gamma{wc.gamma}"}
     return spec
