@@ -1,7 +1,8 @@
 """Where every result file lives, relative to a results folder (``results/`` of a run, or the published
 bundle ``paper/measured/``). The rules write ``results/<path>`` (``under_results``); the report reads
 ``<root>/<path>``. Templates take Snakemake's ``{wildcards}``. Imports nothing: the workflow reads it
-when it builds the DAG."""
+when it builds the DAG. A constant's name prefix (``PW_``, ``INAN_``, ``IL_``, ``SCALE_``) says which
+experiment owns the file: the publish catalogue (``replicate.publish.catalogue``) derives it from them."""
 
 from __future__ import annotations
 
@@ -75,12 +76,12 @@ SCALE_GAIN = "tables/scale_gain.csv"
 SCALE_DATA = "tables/scale_data.csv"
 SCALE_CLAIMS = "tables/scale_claims.csv"
 SCALE_GAIN_FIGURES = ("figures/scale_data_gain", "figures/scale_model_gain")  # stems
-SCALE_UPDATES = "analysis/update_frequency.csv"
-SCALE_SIMILARITY = "tables/embedding_similarity.csv"
-SCALE_SIMILARITY_EPOCHS = "analysis/embedding_similarity_epochs.csv"
-SCALE_WORDSIM = "analysis/word_similarity.csv"
-SCALE_WORDSIM_DOWNLOADS = "analysis/benchmarks"  # word-similarity files given by url
-SCALE_EMBEDDING_FIGURES = ("figures/analysis_update_frequency", "figures/analysis_embedding_similarity")
+SCALE_UPDATES = "scale/update_frequency.csv"
+SCALE_SIMILARITY = "tables/scale_embedding_similarity.csv"
+SCALE_SIMILARITY_EPOCHS = "scale/embedding_similarity_epochs.csv"
+SCALE_WORDSIM = "scale/word_similarity.csv"
+SCALE_WORDSIM_DOWNLOADS = "scale/benchmarks"  # word-similarity files given by url
+SCALE_EMBEDDING_FIGURES = ("figures/scale_update_frequency", "figures/scale_embedding_similarity")  # stems
 SCALE_TRANSFORMER_RUN = "scale/transformer/{variant}_std{std}/seed{seed}"
 SCALE_TRANSFORMER_SUMMARY = f"{SCALE_TRANSFORMER_RUN}/summary.json"
 SCALE_TRANSFORMER_CURVE = f"{SCALE_TRANSFORMER_RUN}/curve.csv"

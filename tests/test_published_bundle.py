@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from replicate.publish.bundle import sha256
-from replicate.publish.catalogue import files_under
+from replicate.publish.catalogue import files_under, owner
 from replicate.publish.readme import BEGIN, END, render
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,3 +31,9 @@ def test_readme_block_is_what_publish_writes_from_the_bundle():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
     assert block == "\n" + render(BUNDLE, "paper/measured")
+
+
+def test_every_bundle_file_is_owned_by_the_experiment_its_manifest_names():
+    manifest = json.loads((BUNDLE / "MANIFEST.json").read_text(encoding="utf-8"))
+    recorded = {rel: entry["experiment"] for rel, entry in manifest["files"].items()}
+    assert {rel: owner(rel) for rel in recorded} == recorded

@@ -522,7 +522,8 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
                   for h, g, e in ((200, 0.06, 0.57), (400, 0.03, 0.39), (650, 0.01, 0.28)) for s in (1, 2)]
                  ).to_csv(res / "scale/gain_by_seed.csv", index=False)
     pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.3, 0.7],
-                  "knn_overlap": [0.1, 0.4], "protocol": "reduced"}).to_csv(t / "embedding_similarity.csv", index=False)
+                  "knn_overlap": [0.1, 0.4], "protocol": "reduced"}
+                 ).to_csv(t / "scale_embedding_similarity.csv", index=False)
     out = build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
     v = out["verdicts"]
     assert v["inan_al_small"] == "holds" and v["inan_real_best"] == "holds" and v["inan_subspace"] == "holds"
@@ -530,7 +531,7 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     doc = parse((tmp_path / "r.html").read_text())
     assert v["inan_subspace_tau"] == "holds"  # the claims read the per-point means, not the per-seed runs
     for name in ("inan_table1", "inan_figure1", "inan_figure1_runs", "scale_data", "scale_gain",
-                 "embedding_similarity"):
+                 "scale_embedding_similarity"):
         table = next(x for x in doc.tables if x["source"] == f"results/tables/{name}.csv")
         assert assert_table_matches_csv(table, t / f"{name}.csv") > 0
 

@@ -144,8 +144,8 @@ def test_smoke_scale_outputs(smoke_run):
     assert {"data", "model", "wikitext2"} <= set(gain["study"])
     claims = pd.read_csv(res / "tables" / "scale_claims.csv")
     assert set(claims["claim_id"]) == {"scale_data_gain", "scale_model_share"}
-    for stem in ("scale_data_gain", "scale_model_gain", "scale_transformer", "analysis_update_frequency",
-                 "analysis_embedding_similarity"):
+    for stem in ("scale_data_gain", "scale_model_gain", "scale_transformer", "scale_update_frequency",
+                 "scale_embedding_similarity"):
         assert (res / "figures" / f"{stem}.png").stat().st_size > 0
         assert (res / "figures" / f"{stem}.svg").is_file()
 
@@ -153,19 +153,19 @@ def test_smoke_scale_outputs(smoke_run):
 @pytest.mark.slow
 def test_smoke_embedding_analysis_outputs(smoke_run):
     res = smoke_run / "results"
-    upd = pd.read_csv(res / "analysis" / "update_frequency.csv")
+    upd = pd.read_csv(res / "scale" / "update_frequency.csv")
     # Press & Wolf's argument, measured even in the smoke run: untied input rows move only when the
     # word is an input; output and tied rows move at every step.
     inp = upd[(upd.variant == "untied") & (upd.matrix == "input")]
     assert np.allclose(inp["update_fraction"], inp["input_fraction"])
     assert (upd[upd.matrix == "output"]["update_fraction"] == 1.0).all()
     assert (upd[upd.matrix == "tied"]["update_fraction"] == 1.0).all()
-    sim = pd.read_csv(res / "tables" / "embedding_similarity.csv")
+    sim = pd.read_csv(res / "tables" / "scale_embedding_similarity.csv")
     assert {"tied_vs_untied_input", "tied_vs_untied_output"} <= set(sim["comparison"])
     assert sim["spearman"].between(-1, 1).all()
-    epochs = pd.read_csv(res / "analysis" / "embedding_similarity_epochs.csv")
+    epochs = pd.read_csv(res / "scale" / "embedding_similarity_epochs.csv")
     assert epochs["epoch"].nunique() >= 2
-    ws = pd.read_csv(res / "analysis" / "word_similarity.csv")
+    ws = pd.read_csv(res / "scale" / "word_similarity.csv")
     assert ws["status"].str.startswith("not provided").all()
     tf = pd.read_csv(res / "tables" / "scale_transformer.csv")
     assert set(tf["variant"]) == {"untied", "tied", "tied_rescale"}

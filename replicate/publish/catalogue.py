@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from replicate import paths
+
 PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
 
@@ -57,6 +59,40 @@ class Experiment:
         return rel.startswith(self.prefixes)
 
 
+SHARED_FOLDERS = ("tables", "figures")  # hold several experiments' files, told apart by the file name
+
+
+def path_constants(group: str) -> list[str]:
+    """The paths ``replicate.paths`` names ``<group>*`` (strings, and the values of tuples and dicts)."""
+    out = []
+    for name, value in vars(paths).items():
+        if name.startswith(group):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, (tuple, list)):
+                out += list(value)
+            elif isinstance(value, dict):
+                out += list(value.values())
+    return out
+
+
+def prefixes_of(experiment: str, group: str) -> tuple[str, ...]:
+    """Where an experiment's files live, from its ``replicate.paths`` constants (``group``: their name
+    prefix, e.g. ``SCALE_``): a folder of its own (``scale/`` of ``scale/runs/...``) with its Snakemake
+    benchmark folder (``benchmarks/scale/``); in a shared folder, ``<folder>/<experiment>_`` for a file
+    named after the experiment (``tables/scale_`` of ``tables/scale_gain.csv``), else the file's stem up
+    to its first wildcard (``tables/model_families``)."""
+    out = []
+    for path in path_constants(group):
+        folder, _, rest = path.partition("/")
+        if folder in SHARED_FOLDERS:
+            stem = rest.split("{", 1)[0].split(".", 1)[0]
+            out.append(f"{folder}/{experiment}_" if stem.startswith(f"{experiment}_") else f"{folder}/{stem}")
+        else:
+            out += [f"{folder}/", f"{paths.BENCHMARKS}/{folder}/"]
+    return tuple(dict.fromkeys(out))
+
+
 def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
     """Runs of the LSTM engine's ``train_run``: ``<root>/<sub>/{metrics.json, history.csv, checkpoint.pt}``."""
     return RunKind(name, rf"^{root}/(?P<name>{sub})/", f"{root}/{{name}}", "{run}/metrics.json",
@@ -65,26 +101,23 @@ def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
 
 EXPERIMENTS = {e.name: e for e in (
     Experiment("press_wolf", "Press & Wolf 2017",
-               ("press_wolf/", "tables/press_wolf_", "figures/press_wolf", "figures/report_press_wolf",
-                "benchmarks/press_wolf"),
+               prefixes_of("press_wolf", "PW_"),
                (_lstm_runs("lstm", "press_wolf", r"[^/]+/seed\d+"),)),
     Experiment("inan", "Inan et al. 2017",
-               ("inan/", "tables/inan_", "figures/inan_", "benchmarks/inan"),
+               prefixes_of("inan", "INAN_"),
                (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
                         ("distance_mean",), _seed_versions))),
     Experiment("initial_loss", "Transformer initial loss",
-               ("initial_loss/", "tables/initial_loss_", "tables/model_families", "figures/initial_loss_",
-                "figures/embedding_share", "benchmarks/initial_loss"),
+               prefixes_of("initial_loss", "IL_"),
                (RunKind("sweep", r"^initial_loss/runs/(?P<name>d\d+)\.csv", "initial_loss/runs/{name}",
                         "{run}.csv.provenance.json", ("{run}.csv", "{run}.csv.provenance.json"), ("seconds",)),
                 RunKind("sweep", r"^initial_loss/(?P<name>memory_benchmark)\.json$", "initial_loss/{name}",
                         "{run}.json", ("{run}.json",), ("peak_rss_bytes",)))),
     Experiment("scale", "Scale study and embedding analysis",
-               ("scale/", "analysis/", "tables/scale_", "tables/embedding_similarity", "figures/scale_",
-                "figures/analysis_", "benchmarks/scale"),
+               prefixes_of("scale", "SCALE_"),
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
                         ("final_valid_ppl", "test_ppl")),

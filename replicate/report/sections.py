@@ -26,7 +26,7 @@ FIGURES = {
     "press_wolf": (["report_press_wolf_learning_curves"], ["press_wolf"]),
     "initial_loss": (["initial_loss_vs_width", "initial_loss_standard_init", "embedding_share"], ["initial_loss"]),
     "inan": ([], ["inan"]),
-    "scale": ([], ["scale", "analysis"]),
+    "scale": ([], ["scale"]),
 }
 
 CAPTIONS = {

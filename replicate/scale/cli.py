@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from replicate import io as rio
+from replicate import paths
 from replicate import provenance
 from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
 from replicate.errors import ReplicateError
@@ -249,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("updates", "similarity", "similarity-epochs", "wordsim"):
         q.add_argument(f"--out-{name}", required=True)
     q.add_argument("--figures-dir", required=True)
-    q.add_argument("--benchmark-dir", default="results/analysis/benchmarks",
+    q.add_argument("--benchmark-dir", default=paths.under_results(paths.SCALE_WORDSIM_DOWNLOADS),
                    help="where benchmarks given by url are downloaded")
     q.add_argument("runs", nargs="+", help="run folders (summary.json, updates.csv, embeddings.pt)")
 

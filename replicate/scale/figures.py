@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from replicate import paths
 from replicate.plotting import save_figure, use_style
 
 
@@ -15,6 +16,11 @@ def _plt():
 
     use_style()
     return plt
+
+
+def _name(stem: str) -> str:
+    """A figure's file stem inside the figures folder (``replicate.paths`` names it under the results)."""
+    return stem.rpartition("/")[2]
 
 
 def _errorbars(ax, frame, x, y, label, marker="o", color=None):
@@ -30,7 +36,7 @@ def _errorbars(ax, frame, x, y, label, marker="o", color=None):
 def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     plt = _plt()
     out_dir = Path(out_dir)
-    paths = []
+    saved = []
     # ---- data scale
     d = by_seed[by_seed["study"] == "data"]
     w = by_seed[by_seed["study"] == "wikitext2"]
@@ -62,7 +68,7 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
     fig.suptitle(f"When does tying pay off? Data scale (LSTM h={hidden}; {protocol} protocol; "
                  f"mean ± s.e.m. over seeds)")
     fig.tight_layout()
-    paths += save_figure(fig, out_dir / "scale_data_gain")
+    saved += save_figure(fig, out_dir / _name(paths.SCALE_GAIN_FIGURES[0]))
     # ---- model scale
     m = by_seed[by_seed["study"] == "model"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
@@ -90,8 +96,8 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
     pct = sorted(set(m["pct"])) if not m.empty else []
     fig.suptitle(f"When does tying pay off? Model scale (PTB {pct}% of train; {protocol} protocol)")
     fig.tight_layout()
-    paths += save_figure(fig, out_dir / "scale_model_gain")
-    return paths
+    saved += save_figure(fig, out_dir / _name(paths.SCALE_GAIN_FIGURES[1]))
+    return saved
 
 
 def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
@@ -115,7 +121,7 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         ax.legend(fontsize=7)
     fig.suptitle(f"Embedding row updates vs word frequency (Press & Wolf's argument; {protocol} protocol)")
     fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / "analysis_update_frequency")
+    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[0]))
 
 
 MAIN_COMPARISONS = ("tied_vs_untied_input", "tied_vs_untied_output", "untied_input_vs_untied_output",
@@ -145,7 +151,7 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     top_k = int(use["top_k"].iloc[0]) if not use.empty else 0
     fig.suptitle(f"How alike are the embedding matrices? top {top_k} words, {kind}; {protocol} protocol")
     fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / "analysis_embedding_similarity")
+    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[1]))
 
 
 def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
@@ -177,4 +183,4 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
     d = int(table["d_model"].iloc[0]) if len(table) else 0
     fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}): untied vs tied vs tied + rescale; {protocol} protocol")
     fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / "scale_transformer")
+    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_TRANSFORMER_FIGURE))
