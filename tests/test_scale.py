@@ -42,6 +42,74 @@ def test_nested_fractions_and_settings():
         study.train_tokens_for(100, 0)
 
 
+def _lr_per_update(overrides, pct, updates_per_full_epoch=1000):
+    """The learning rate of every update of a run on ``pct`` % of the data (an epoch of it has pct/100
+    of the updates of a full epoch), by the engine's own schedule."""
+    from replicate.lstm.config import lr_at, resolve
+
+    _, cfg = resolve({"size": "small", **overrides}, vocab_size=1)
+    per_epoch = updates_per_full_epoch * pct // 100
+    return [lr_at(cfg, u // per_epoch) for u in range(cfg.epochs * per_epoch)]
+
+
+@pytest.mark.parametrize("overrides", [
+    {"epochs": 2, "max_epoch": 1, "decay": 0.5, "schedule": "later"},  # the default preset's
+    {},                                                                  # the small preset: 13 epochs, r0.8
+])
+def test_equal_updates_follows_the_full_run_update_by_update(overrides):
+    lstm = {"size": "small", "overrides": overrides, "equal_updates": True}
+    full = study.lstm_overrides(lstm, 100)
+    assert full == overrides  # the 100 % run is unchanged
+    lr_full = _lr_per_update(full, 100)
+    _, cfg = study.resolve({"size": "small", **overrides}, vocab_size=1)
+    for pct in (10, 25):
+        scaled = study.lstm_overrides(lstm, pct)
+        lr = _lr_per_update(scaled, pct)
+        assert len(lr) == len(lr_full)  # as many updates as the 100 % run
+        for k in range(cfg.epochs):  # equal at the last update of every 100 % epoch
+            u = (k + 1) * 1000 - 1
+            assert lr[u] == pytest.approx(lr_full[u], rel=1e-12), (pct, k)
+        # in between: not below the 100 % run's lr, and not above its previous epoch's
+        assert all(a - 1e-12 <= b <= a / cfg.decay + 1e-12 for a, b in zip(lr_full, lr))
+        held = sum(1 for x in lr_full if x == cfg.lr)
+        assert lr[:held] == lr_full[:held] and lr[held] < cfg.lr  # the same updates at the initial lr
+
+
+def test_equal_updates_values_rounding_and_off():
+    lstm = {"size": "small", "overrides": {"epochs": 2, "max_epoch": 1, "decay": 0.5, "schedule": "later"},
+            "equal_updates": True}
+    assert study.lstm_overrides(lstm, 10) == {"epochs": 20, "max_epoch": 10, "decay": 0.5 ** 0.1, "schedule": "later"}
+    assert study.lstm_overrides(lstm, 25) == {"epochs": 8, "max_epoch": 4, "decay": 0.5 ** 0.25, "schedule": "later"}
+    assert study.lstm_overrides(lstm, 100) == lstm["overrides"]
+    # 100/30 = 3.33: epochs 6.67 -> 7, held epochs 3.33 -> 3 (nearest integer, halves up: 2.5 -> 3)
+    assert study.lstm_overrides(lstm, 30)["epochs"] == 7 and study.lstm_overrides(lstm, 30)["max_epoch"] == 3
+    assert study.round_epochs(2.5) == 3 and study.round_epochs(2.49) == 2
+    # r0.8 holds max_epoch + 1 epochs: the small preset's 5 held epochs x 4 = 20 -> max_epoch 19
+    r08 = study.lstm_overrides({"size": "small", "overrides": {}, "equal_updates": True}, 25)
+    assert r08 == {"epochs": 52, "max_epoch": 19, "decay": 0.5 ** 0.25}
+    off = {**lstm, "equal_updates": False}
+    assert study.lstm_overrides(off, 10) == lstm["overrides"]
+    assert study.lstm_overrides({k: v for k, v in off.items() if k != "equal_updates"}, 10) == lstm["overrides"]
+    from replicate.errors import ReplicateError
+
+    with pytest.raises(ReplicateError, match="max_batches"):
+        study.lstm_overrides({**lstm, "overrides": {"epochs": 1, "max_batches": 6}}, 50)
+
+
+def test_train_spec_carries_the_scaled_overrides_and_leaves_them_alone_when_off():
+    sc = {"lstm": {"size": "small", "overrides": {"epochs": 2, "max_epoch": 1, "decay": 0.5, "schedule": "later"},
+                   "equal_updates": True}, "top_k": 10, "track_every": 1}
+    wc = {"dataset": "ptb", "pct": "10", "hidden": "200", "variant": "tied", "seed": "1"}
+    spec = study.train_spec(sc, wc, {"protocol": "reduced"})
+    assert spec["lstm"] == {"size": "small", "overrides": study.lstm_overrides(sc["lstm"], 10)}
+    assert spec["equal_updates"] is True and spec["config"]["scale_run"]["lstm"]["overrides"]["epochs"] == 20
+    settings = study.run_settings(spec["lstm"], 200, "tied", 1, 92959)
+    assert settings["epochs"] == 20 and settings["max_epoch"] == 10
+    off = {**sc, "lstm": {**sc["lstm"], "equal_updates": False}}
+    spec = study.train_spec(off, wc, {"protocol": "reduced"})
+    assert spec["lstm"] == {"size": "small", "overrides": sc["lstm"]["overrides"]} and "equal_updates" not in spec
+
+
 def _runs(gains_by_pct, seeds=(1, 2), noise=0.0):
     rows = []
     rng = np.random.default_rng(0)

@@ -6,7 +6,9 @@ Three studies share one grid of runs (a cell used by two studies is trained once
 - model: several hidden sizes at one fixed PTB fraction;
 - analysis: the runs the embedding analysis reads (untied, tied and their +PR variants).
 Every run is the small Zaremba / Press & Wolf preset (no dropout) with the study's overrides and
-its hidden size; only tying / projection / hidden size / data amount vary.
+its hidden size; only tying / projection / hidden size / data amount vary. With ``lstm.equal_updates``
+a run on p % of the data trains for as many updates as the 100 % run, on the same learning rate per
+update (``lstm_overrides``).
 
 Gain = valid perplexity untied − tied (positive: tying helps), relative gain = gain / untied;
 paired by seed.
@@ -22,6 +24,7 @@ import pandas as pd
 
 from replicate import paths
 from replicate.errors import ReplicateError
+from replicate.lstm.config import resolve
 
 VARIANTS = {
     "untied": {"tying": "untied", "projection": False},
@@ -64,6 +67,39 @@ def analysis_points(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         seeds = pr_seeds if (v.endswith("_pr") and pr_seeds is not None) else ana["seeds"]
         out += [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s) for s in seeds]
     return out
+
+
+def round_epochs(x: float) -> int:
+    """An epoch count to the nearest integer, halves up (6.67 -> 7, 2.5 -> 3)."""
+    return int(math.floor(x + 0.5))
+
+
+def lstm_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
+    """The engine overrides of a run on ``pct`` percent of the training split: ``lstm.overrides``, and
+    with ``lstm.equal_updates`` the same number of updates, on the same learning rate per update, as the
+    100 % run. An epoch of p % has p/100 of the updates of a 100 % epoch, so with f = 100/p:
+    - ``epochs`` x f;
+    - the epochs held at the initial lr x f (``max_epoch`` + 1 of them under schedule r0.8, ``max_epoch``
+      under later; ``max_epoch`` is set back from the scaled count);
+    - ``decay`` (per epoch) -> decay ** (1/f), so that f epochs of p % decay the lr as much as one of 100 %.
+    Epoch counts are rounded to the nearest integer, halves up (``round_epochs``); at least one epoch.
+    The lr then equals the 100 % run's at the last update of each of its epochs, and lies between that
+    epoch's value and the previous one's in between (one decay step of 100 % is f smaller steps here).
+    Epochs, held epochs and decay come from the size preset where the overrides do not set them."""
+    overrides = dict(lstm["overrides"])
+    if not lstm.get("equal_updates", False) or int(pct) == 100:
+        return overrides
+    if overrides.get("max_batches") is not None:
+        raise ReplicateError("scale.lstm.equal_updates with lstm.overrides.max_batches: an epoch's updates "
+                             "then no longer scale with the data fraction",
+                             "drop max_batches, or set equal_updates: false")
+    _, cfg = resolve({"size": lstm["size"], **overrides}, vocab_size=1)
+    f = 100 / int(pct)
+    first_decayed = 1 if cfg.schedule == "r0.8" else 0  # held epochs = max_epoch + first_decayed
+    held = round_epochs((cfg.max_epoch + first_decayed) * f)
+    overrides.update(epochs=max(1, round_epochs(cfg.epochs * f)), max_epoch=held - first_decayed,
+                     decay=cfg.decay ** (1 / f))
+    return overrides
 
 
 def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, train_tokens: int | None) -> dict:
@@ -237,10 +273,14 @@ def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- rule specs
 def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any]) -> dict[str, Any]:
-    """The ``--spec`` of one LSTM job (``wc``: the rule's wildcards; ``base``: run_config(None))."""
+    """The ``--spec`` of one LSTM job (``wc``: the rule's wildcards; ``base``: run_config(None)). Its
+    ``lstm`` holds this run's own overrides (``lstm_overrides``: scaled already under equal_updates)."""
+    lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], int(wc["pct"]))}
     spec = {"name": f"scale/{wc['dataset']}/p{wc['pct']}_h{wc['hidden']}_{wc['variant']}/seed{wc['seed']}",
             "dataset": wc["dataset"], "pct": int(wc["pct"]), "hidden": int(wc["hidden"]), "variant": wc["variant"],
-            "seed": int(wc["seed"]), "lstm": sc["lstm"], "top_k": sc["top_k"], "track_every": sc["track_every"]}
+            "seed": int(wc["seed"]), "lstm": lstm, "top_k": sc["top_k"], "track_every": sc["track_every"]}
+    if sc["lstm"].get("equal_updates", False):
+        spec["equal_updates"] = True  # for the record (absent when off: the spec stays as it was)
     spec["config"] = {**base, "scale_run": dict(spec)}
     return spec
 
