@@ -15,7 +15,7 @@ several nats by step ~40 on PTB (measured). float64 rounding differences grow th
 ~1e-16: for the small cell the relative cost difference was 0 up to step 5, ~1e-14 at step 25, 4e-11 at
 step 30, 3e-8 at step 40 and 4e-7 at step 50 (measured), and one full-suite run at 60 steps reached
 1.6e-6 at step 57, past the float32 tolerance. 40 steps keeps a margin of ~40x while the model still
-learns (cost 184 -> 147). (This test found two deviations from the reference, now fixed:
+learns (cost 184 at step 0, 147 at step 40). (This test found two deviations from the reference, now fixed:
 torch's clip_grad_norm_ adds 1e-6 to the norm, and its float32 norm is ~1e-4 off for a 10k x 200
 gradient, so every clipped step differed.)
 """
