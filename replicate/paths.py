@@ -35,6 +35,8 @@ PW_METRICS = f"{PW_RUN}/metrics.json"
 PW_HISTORY = f"{PW_RUN}/history.csv"
 PW_TABLE = "tables/press_wolf_{table}.csv"
 PW_TABLES = {"table6": "tables/press_wolf_table6.csv", "table5": "tables/press_wolf_table5.csv"}
+PW_SPEED = "press_wolf/bench_speed.json"  # the speed benchmark (not in `all`: it needs an idle machine)
+PW_SPEED_TABLE = "tables/press_wolf_speed.csv"
 PW_LEARNING_CURVES = "figures/report_press_wolf_learning_curves"  # stem (.png, .svg); the report draws it
 
 # --------------------------------------------------------------------------------------- Inan

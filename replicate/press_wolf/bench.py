@@ -2,6 +2,7 @@
 machine's fp32 matmul throughput, in one run.
 
     python -m replicate press-wolf bench --threads 2 --sizes small,medium --repeats 3
+    snakemake --cores 2 press_wolf_speed      # the same into results/ (JSON + table), for publishing
 
 The plain loop is what one would write from the PyTorch docs (nn.Embedding + nn.LSTM + nn.Linear +
 F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mean_b NLL, hidden state
@@ -24,6 +25,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from replicate.lstm import MATH_MODULES
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
@@ -140,13 +142,31 @@ def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) 
     return result
 
 
+def speed_table(result: dict):
+    """One row per size and clock: both medians, their ratio, and the load the run started and ended at."""
+    import pandas as pd
+
+    rows = [{"size": size, "clock": clock, "threads": result["threads"],
+             "load_1min_start": result["load_start"]["loadavg"][0], "load_1min_end": result["load_end"]["loadavg"][0],
+             "idle": result["load_start"]["idle"] and result["load_end"]["idle"],
+             "ours_tok_s": row[clock]["ours_median"], "plain_tok_s": row[clock]["plain_median"],
+             "ratio": row[clock]["ratio"], "mfu_ours": row[clock]["mfu_ours"]}
+            for size, row in result["sizes"].items() for clock in ("wall", "cpu")]
+    return pd.DataFrame(rows)
+
+
 def main(args) -> int:
     sizes = [s for s in args.sizes.split(",") if s]
     result = run(args.threads, sizes, args.batches, args.repeats, args.vocab)
-    if args.out:
+    if args.out or args.table:
         from replicate import io as rio
+        from replicate import provenance
 
-        rio.write_json(args.out, result)
+        result["code_version"] = provenance.source_hash("press_wolf.bench", *MATH_MODULES)
+        if args.out:
+            rio.write_json(args.out, result)
+        if args.table:
+            rio.write_csv(args.table, speed_table(result))
     else:
         print(json.dumps(result, indent=1))
     return 0

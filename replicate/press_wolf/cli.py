@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, default=10, help="timed batches per repeat")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--vocab", type=int, default=10000)
-    p.add_argument("--out", default=None, help="optional JSON output")
+    p.add_argument("--out", default=None, help="optional JSON output (every repeat, load, code version)")
+    p.add_argument("--table", default=None, help="optional CSV: medians and ratio per size and clock")
     p.set_defaults(func=_bench)
 
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])

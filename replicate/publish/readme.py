@@ -43,7 +43,10 @@ class View:
 VIEWS = {
     "press_wolf": (View("tables/press_wolf_table*.csv", ("cell",),
                         ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
-                         "test_paper")),),
+                         "test_paper")),
+                   View("tables/press_wolf_speed.csv", ("size", "clock"),
+                        ("threads", "load_1min_start", "load_1min_end", "idle", "ours_tok_s", "plain_tok_s",
+                         "ratio"))),
     "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
                   ("valid_ours", "valid_paper", "test_ours", "test_paper",
                    "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),

@@ -454,8 +454,18 @@ def section_compute(ctx: Context) -> str:
                                    "from the job's provenance where the job wrote one.",
                            source=B.link("results/benchmarks/", folder, ctx.md_path.parent)))
     out.append("### Throughput and memory benchmarks")
-    if not res.throughput:
-        out.append(_missing("Training-throughput benchmark"))
+    if res.speed is None:
+        out.append(_missing("Training-speed benchmark (target press_wolf_speed, on an idle machine)"))
+    else:
+        out.append(B.table(res.speed, {"size": "size", "clock": "clock", "threads": "threads",
+                                       "load_1min_start": "load at start", "load_1min_end": "load at end",
+                                       "idle": "idle", "ours_tok_s": "ours (tok/s)", "plain_tok_s": "plain loop (tok/s)",
+                                       "ratio": "ours / plain", "mfu_ours": "ours, share of matmul peak"},
+                           keep=("size", "clock", "ratio"), percent=("mfu_ours",),
+                           caption="Training tokens/s of this engine and of a plain PyTorch loop in the same run "
+                                   "(medians of the repeats; per wall-clock second and per CPU second). A ratio "
+                                   "measured while the machine was not idle is not comparable with idle figures.",
+                           source=ctx.source("press_wolf_speed")))
     for item in res.throughput:
         rows = [{"key": k, "value": v} for k, v in _flatten(item["data"]).items() if not k.startswith("provenance")]
         out.append(B.table(pd.DataFrame(rows), keep=("key", "value"), digits={"value": 3}, caption="Benchmark record.",

@@ -21,7 +21,6 @@ import pandas as pd
 from replicate import paths as P
 from replicate.errors import ReplicateError
 
-THROUGHPUT_GLOB = ("benchmarks/**/throughput*.json", "benchmarks/**/bench*.json")
 BENCHMARK_GLOB = "benchmarks/**/*.tsv"
 
 
@@ -45,6 +44,7 @@ class Results:
     il_metrics: dict | None = None
     il_memory: dict | None = None
     benchmarks: pd.DataFrame | None = None
+    speed: pd.DataFrame | None = None                               # the engine vs a plain loop
     throughput: list[dict] = field(default_factory=list)
     provenance: list[dict] = field(default_factory=list)            # {"path": ..., "provenance": {...}}
 
@@ -149,12 +149,8 @@ def load(root: str | Path = "results") -> Results:
 
     # ------------------------------------------------------------------------------ compute
     res.benchmarks = load_benchmarks(root)
-    seen = set()
-    for pattern in THROUGHPUT_GLOB:
-        for path in sorted(root.glob(pattern)):
-            if path not in seen:
-                seen.add(path)
-                res.throughput.append({"path": _rel(root, path), "data": json.loads(path.read_text())})
+    res.speed = _table(res, root, "press_wolf_speed", P.PW_SPEED_TABLE,
+                       ["size", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
     if res.il_memory is not None:
         res.throughput.append({"path": _rel(root, root / P.IL_MEMORY), "data": res.il_memory})
 

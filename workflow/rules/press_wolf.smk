@@ -54,3 +54,18 @@ rule press_wolf_table:
         "python -m replicate press-wolf table --name {wildcards.table} --paper {input.paper} "
         "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
 
+
+
+rule press_wolf_speed:
+    """Training speed of the engine against a plain PyTorch loop (not in `all`: measure on an idle machine)."""
+    output:
+        json=R(paths.PW_SPEED),
+        table=R(paths.PW_SPEED_TABLE),
+    params:
+        code=code_version("press_wolf.bench", *LSTM_RUN_MODULES),
+    threads: 2
+    log:
+        "results/logs/press_wolf/speed.log",
+    shell:
+        "python -m replicate press-wolf bench --threads {threads} --sizes small,medium --repeats 3 "
+        "--out {output.json} --table {output.table} > {log} 2>&1"
