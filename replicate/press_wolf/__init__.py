@@ -5,3 +5,8 @@
 - ``cli``: ``python -m replicate press-wolf <train|table|bench>``.
 The model, kernels and training loop are the engine's (``replicate.lstm``).
 """
+
+from replicate.lstm import MATH_MODULES
+
+BENCH_MODULES = ("press_wolf.bench", *MATH_MODULES)
+"""The code a speed figure measures: its ``code_version`` (the JSON) and the rule's rerun trigger."""

@@ -25,10 +25,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from replicate.lstm import MATH_MODULES
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
+from replicate.press_wolf import BENCH_MODULES
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> tuple[float, float]:
@@ -163,7 +163,7 @@ def main(args) -> int:
         from replicate import io as rio
         from replicate import provenance
 
-        result["code_version"] = provenance.source_hash("press_wolf.bench", *MATH_MODULES)
+        result["code_version"] = provenance.source_hash(*BENCH_MODULES)
         if args.out:
             rio.write_json(args.out, result)
         if args.table:

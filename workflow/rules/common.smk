@@ -5,6 +5,7 @@ import sys
 
 from replicate import paths
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
+from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works

@@ -55,14 +55,13 @@ rule press_wolf_table:
         "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
 
 
-
 rule press_wolf_speed:
     """Training speed of the engine against a plain PyTorch loop (not in `all`: measure on an idle machine)."""
     output:
         json=R(paths.PW_SPEED),
         table=R(paths.PW_SPEED_TABLE),
     params:
-        code=code_version("press_wolf.bench", *LSTM_RUN_MODULES),
+        code=code_version(*PW_BENCH_MODULES),
     threads: 2
     log:
         "results/logs/press_wolf/speed.log",
