@@ -17,7 +17,7 @@ import pandas as pd
 
 from replicate.report import blocks as B
 from replicate.report import claims as claims_mod
-from replicate.report.format import NO_VALUE, NOT_RUN
+from replicate.report.format import NO_VALUE, NOT_RUN, fmt_percent
 from replicate.report.sources import Results, run_label
 
 # Figures each section shows: explicit stems first, then prefixes (a figure goes to the first
@@ -296,6 +296,26 @@ def section_initial_loss(ctx: Context) -> str:
 
 
 # --------------------------------------------------------------------------------------- Inan
+INAN_BAR = 0.05  # a Table 1 row reproduces when its valid and test perplexity are within 5 % of the paper's
+
+
+def _inan_outside_bar(t: pd.DataFrame) -> str:
+    """One sentence naming the Table 1 rows more than INAN_BAR from the paper, and by how much."""
+    rel = [c for c in ("valid_rel_diff", "test_rel_diff") if c in t]
+    if not rel or t[rel].isna().all().all():
+        return ""
+    rows = []
+    for _, row in t.iterrows():
+        over = [f"{c.split('_')[0]} {fmt_percent(row[c])}" for c in rel if pd.notna(row[c]) and abs(row[c]) > INAN_BAR]
+        if over:
+            rows.append(f"{row['dataset']} {row['size']} {row['model']} ({', '.join(over)})")
+    if not rows:
+        return f"Every row is within {INAN_BAR:.0%} of the paper's valid and test perplexity."
+    return (f"More than {INAN_BAR:.0%} from the paper's valid or test perplexity: {'; '.join(rows)}. "
+            "What was tried for the published run's rows that miss, with their per-epoch evidence: "
+            "docs/inan.md, Findings.")
+
+
 def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
     cols = {"dataset": "data set", "size": "size", "model": "model",
@@ -306,6 +326,7 @@ def _inan_table1(ctx: Context) -> str:
                                      caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / "
                                              "paper; — = no number in the paper.",
                                      source=ctx.source("inan_table1")),
+                   _inan_outside_bar(t),
                    _listed(t, _first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
 
 
