@@ -301,7 +301,7 @@ INAN_BAR = 0.05  # a Table 1 row reproduces when its valid and test perplexity a
 
 def _inan_outside_bar(t: pd.DataFrame) -> str:
     """One sentence naming the Table 1 rows more than INAN_BAR from the paper, and by how much."""
-    rel = [c for c in ("valid_rel_diff", "test_rel_diff") if c in t]
+    rel = _rel_cols(t)
     if not rel or t[rel].isna().all().all():
         return ""
     rows = []
