@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from replicate.inan.losses import augmented_loss, inan_total_loss, subspace_experiment_loss
-from replicate.inan.subspace import principal_cosines, subspace_distance
+from replicate.inan.subspace import angle_distance, orthonormal_basis, principal_cosines, residual_distance
 
 
 def _hand_kl(logits, targets, emb, tau):
@@ -98,23 +98,54 @@ def test_total_loss_and_subspace_loss():
         subspace_experiment_loss(ce, j, 1.5, 1.0, 10)
 
 
-def test_subspace_distance_same_orthogonal_and_basis_invariant():
+def test_angle_distance_same_orthogonal_and_basis_invariant():
     torch.manual_seed(4)
     a = torch.randn(50, 5, dtype=torch.float64)
     mix = torch.randn(5, 5, dtype=torch.float64) + 3 * torch.eye(5, dtype=torch.float64)
-    assert subspace_distance(a, a) == pytest.approx(0.0, abs=1e-6)
-    assert subspace_distance(a, a @ mix) == pytest.approx(0.0, abs=1e-6)  # other basis, same space
+    assert angle_distance(a, a) == pytest.approx(0.0, abs=1e-6)
+    assert angle_distance(a, a @ mix) == pytest.approx(0.0, abs=1e-6)  # other basis, same space
     eye = torch.eye(10, dtype=torch.float64)
-    assert subspace_distance(eye[:, :3], eye[:, 3:6]) == pytest.approx(1.0, abs=1e-12)
+    assert angle_distance(eye[:, :3], eye[:, 3:6]) == pytest.approx(1.0, abs=1e-12)
     b = torch.randn(50, 5, dtype=torch.float64)
-    d = subspace_distance(a, b)
+    d = angle_distance(a, b)
     assert 0.0 < d < 1.0
-    assert subspace_distance(a @ mix, b @ torch.linalg.qr(torch.randn(5, 5, dtype=torch.float64))[0]) \
+    assert angle_distance(a @ mix, b @ torch.linalg.qr(torch.randn(5, 5, dtype=torch.float64))[0]) \
         == pytest.approx(d, abs=1e-9)
     # one shared direction of 2 -> cos^2 = (1, 0): d = sqrt(1 - 1/2)
-    assert subspace_distance(eye[:, :2], eye[:, [0, 5]]) == pytest.approx(math.sqrt(0.5), abs=1e-12)
+    assert angle_distance(eye[:, :2], eye[:, [0, 5]]) == pytest.approx(math.sqrt(0.5), abs=1e-12)
     assert principal_cosines(eye[:, :2], eye[:, [0, 5]]).tolist() == pytest.approx([1.0, 0.0])
 
+
+def test_residual_distance_known_answers():
+    torch.manual_seed(5)
+    a = torch.randn(60, 6, dtype=torch.float64)
+    mix = torch.randn(6, 6, dtype=torch.float64) + 3 * torch.eye(6, dtype=torch.float64)
+    assert residual_distance(a, a @ mix) == pytest.approx(0.0, abs=1e-9)  # W inside span(A)
+    eye = torch.eye(12, dtype=torch.float64)
+    assert residual_distance(eye[:, :3], eye[:, 3:6]) == pytest.approx(1.0, abs=1e-12)  # orthogonal
+    # a known off-span energy fraction f: r = sqrt(f)
+    q = torch.linalg.qr(torch.randn(60, 60, dtype=torch.float64))[0]
+    inside, outside = q[:, :6], q[:, 6:12]
+    f = 0.03
+    w = math.sqrt(1 - f) * inside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0] \
+        + math.sqrt(f) * outside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0]
+    assert residual_distance(inside, w) == pytest.approx(math.sqrt(f), abs=1e-9)
+    with pytest.raises(ValueError):
+        residual_distance(a, torch.zeros_like(a))
+
+
+def test_residual_and_angle_distance_disagree_on_low_energy_directions():
+    """W with 25 of its 30 columns inside span(A) and 5 small random ones: about 1 % of its energy is off
+    the span, so the residual reads ~0.1, but 5 of the 30 directions of span(W) are (nearly) orthogonal to
+    span(A), so the principal-angle distance reads ~sqrt(5/30) = 0.41."""
+    torch.manual_seed(6)
+    n, d = 2000, 30
+    a = torch.randn(n, d, dtype=torch.float64)
+    w = torch.cat([a @ torch.randn(d, 25, dtype=torch.float64), 1.2 * torch.randn(n, 5, dtype=torch.float64)], 1)
+    off = 1 - (torch.linalg.norm(orthonormal_basis(a).t() @ w) / torch.linalg.norm(w)) ** 2
+    r, ang = residual_distance(a, w), angle_distance(a, w)
+    assert r == pytest.approx(math.sqrt(float(off)), rel=1e-9) and 0.005 < float(off) < 0.02
+    assert r < 0.15 and ang == pytest.approx(math.sqrt(5 / 30), abs=0.02)
 
 @pytest.mark.parametrize("tau", [2.0, 10.0])
 def test_scaled_augmented_loss_is_a_centred_regression_when_logits_are_small(tau):

@@ -176,6 +176,21 @@ def test_subspace_run_one_tiny(tmp_path):
     assert 0.0 <= rec["distance"] <= 1.0
     assert rec["embedding_row_norm_max_dev"] < 1e-5
     assert rec["distance"] != rec["distance_by_epoch"]["0"]  # training moved W or L
+    assert set(rec["angle_distance_by_epoch"]) == {"0", "1", "2"} and 0.0 <= rec["angle_distance"] <= 1.0
+
+
+def test_output_bias_false_holds_the_bias_at_zero(tmp_path):
+    """Reading knob output_bias: false: the output bias starts at 0 and is never trained; the default
+    trains it."""
+    torch.manual_seed(0)
+    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
+    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
+                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
+                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
+    off = run_one({**settings, "output_bias": False}, corpus, tmp_path / "a", seed=1, tau=5.0, beta=1.0,
+                  log=lambda *_: None)
+    on = run_one(settings, corpus, tmp_path / "b", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    assert off["output_bias_norm"] == 0.0 and on["output_bias_norm"] > 0.0
 
 
 def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch):
@@ -216,11 +231,11 @@ def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_
 
     def fake_run_one(s, c, run_dir, seed, tau, beta, device="cpu", log=print):
         calls.append(seed)
-        return {"seed": seed, "distance": 0.5, "distance_by_epoch": {"0": 0.9, "1": 0.5}}
+        return {"seed": seed, "distance": 0.5, "angle_distance": 0.7, "distance_by_epoch": {"0": 0.9, "1": 0.5}}
 
     monkeypatch.setattr(sx, "run_one", fake_run_one)
     first = sx.run_point(spec, corpus, tmp_path)
-    assert calls == [1] and first["distance_mean"] == 0.5
+    assert calls == [1] and first["distance_mean"] == 0.5 and first["angle_distance_mean"] == 0.7
     sx.run_point(spec, corpus, tmp_path)
     assert calls == [1]  # reused: same settings, same code
     done = tmp_path / "seed1.json"
@@ -236,24 +251,29 @@ def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_
 def _point(tmp_path, reading, tau, beta, distance):
     path = tmp_path / f"{reading}_{tau}_{beta}.json"
     path.write_text(json.dumps({"reading": reading, "tau": tau, "beta": beta, "n_seeds": 1,
-                                "distance_mean": distance,
+                                "distance_mean": distance, "angle_distance_mean": distance + 0.2,
                                 "runs": [{"settings": {"optimizer": "adam", "lr": 0.003, "epochs": 12}}]}))
     return path
 
 
-def test_readings_table_tells_a_gradual_fall_from_a_step(tmp_path, repo_root):
+def test_readings_table_tells_a_rapid_decrease_from_an_even_fall_and_a_step(tmp_path, repo_root):
     from replicate.inan.report import readings_table
 
     panels = points({"panel_a": {"tau": 10, "betas": [0, 0.5, 1]}, "panel_b": {"beta": 1, "taus": [2, 10, 20]}})
-    shapes = {"gradual": {0: 0.98, 0.5: 0.5, 1: 0.1, 2: 0.3, 20: 0.05},
+    shapes = {"rapid": {0: 0.98, 0.5: 0.2, 1: 0.1, 2: 0.3, 20: 0.05},
+              "even": {0: 0.98, 0.5: 0.54, 1: 0.1, 2: 0.3, 20: 0.05},
               "step": {0: 0.98, 0.5: 0.89, 1: 0.88, 2: 0.88, 20: 0.88}}
     paths = []
     for reading, d in shapes.items():
         paths += [_point(tmp_path, reading, 10.0, b, d[b]) for b in (0.0, 0.5, 1.0)]
         paths += [_point(tmp_path, reading, t, 1.0, d[t]) for t in (2.0, 20.0)]
     df = readings_table(paths, panels, repo_root / "paper/reference/inan_figure1.csv", "smoke").set_index("reading")
-    assert bool(df.loc["gradual", "gradual_in_beta"]) and bool(df.loc["gradual", "lower_at_larger_tau"])
-    assert not bool(df.loc["step", "gradual_in_beta"]) and not bool(df.loc["step", "lower_at_larger_tau"])
-    assert df.loc["gradual", "distance_beta1"] == pytest.approx(0.1)
+    assert bool(df.loc["rapid", "rapid_in_beta"]) and bool(df.loc["rapid", "lower_at_larger_tau"])
+    assert not bool(df.loc["even", "rapid_in_beta"])  # half the fall in half the beta range
+    # a step that then stays flat: 90 % of a 0.10 fall in the first interval is rapid (the size verdict judges the end)
+    assert bool(df.loc["step", "rapid_in_beta"]) and not bool(df.loc["step", "lower_at_larger_tau"])
+    assert df.loc["rapid", "distance_beta1"] == pytest.approx(0.1)
+    assert df.loc["rapid", "angle_distance_beta1"] == pytest.approx(0.3)
     assert df.loc["step", "first_step_share"] == pytest.approx(0.09 / 0.10)
-    assert df.loc["gradual", "paper_distance_beta1_approx"] == pytest.approx(0.06)
+    assert df.loc["rapid", "paper_distance_beta1_approx"] == pytest.approx(0.06)
+    assert df["metric"].str.startswith("relative residual").all()

@@ -275,7 +275,7 @@ def add_wide_results(res: Path) -> Path:
     pd.DataFrame([{"reading": name, "embedding_norm": norm, "optimizer": opt, "output_init": init, "lr": lr,
                    "epochs": 12, "n_seeds": 2, **{f"beta{b:g}": 0.98 - slope * b for b in (0, 0.25, 0.5, 0.75, 1)},
                    **{f"tau{tau}_beta1": 0.98 - slope - 0.01 * tau for tau in (2, 5, 10)}, "fall_0_to_1": slope,
-                   "first_step_share": 0.25, "gradual_in_beta": True, "distance_beta1": 0.98 - slope,
+                   "first_step_share": 0.25, "rapid_in_beta": False, "distance_beta1": 0.98 - slope,
                    "tau_effect": -0.08, "lower_at_larger_tau": True, "paper_distance_beta1_approx": 0.06,
                    "protocol": "reduced"}
                   for name, norm, opt, init, lr, slope in (

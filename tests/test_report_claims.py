@@ -152,9 +152,9 @@ def test_inan_subspace_claim_flips():
 
 def test_inan_subspace_shape_claims_flip():
     gradual = fig1([(0.0, 0.98), (0.25, 0.75), (0.5, 0.5), (0.75, 0.3), (1.0, 0.06)])
-    step = fig1([(0.0, 0.98), (0.25, 0.88), (0.5, 0.885), (0.75, 0.88), (1.0, 0.885)])
-    assert status("inan_subspace_gradual", Results(inan_figure1=gradual)) == C.HOLDS
-    assert status("inan_subspace_gradual", Results(inan_figure1=step)) == C.FAILS
+    rapid = fig1([(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)])
+    assert status("inan_subspace_rapid", Results(inan_figure1=rapid)) == C.HOLDS
+    assert status("inan_subspace_rapid", Results(inan_figure1=gradual)) == C.FAILS
     taus = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, protocol="smoke")
                          for t, d in ((2, 0.3), (10, 0.1), (20, 0.05))])
     assert status("inan_subspace_tau", Results(inan_figure1=taus)) == C.HOLDS

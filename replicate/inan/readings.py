@@ -4,11 +4,11 @@ the readings of the paper's under-specified setup.
 The paper gives the loss and the metric but not the optimiser, the step size, the epochs, the init, or
 which axis of L is held at unit norm (it writes L as d x |V|, whose rows are NOT the word vectors). A
 reading is a named set of overrides of the ``inan.subspace`` settings; each one runs the same points, and
-the readings table compares their shapes with the paper's (gradual fall with beta, lower at larger tau,
+the readings table compares their shapes with the paper's (rapid decrease with beta, lower at larger tau,
 ~0.06 at beta = 1). Keys a reading may set: ``embedding_norm`` (word_vectors = every word vector of L at
 unit norm | dimensions = every row of the d x |V| matrix L at unit norm | none), ``optimizer`` (adam |
 sgd), ``output_init`` (uniform = every parameter uniform(-init_scale, init_scale) | zero = W starts at 0),
-and the engine keys (lr, epochs, max_epoch, decay, schedule, clip, init_scale).
+``output_bias`` (false = the output bias held at 0), and the engine keys (lr, epochs, max_epoch, decay, schedule, clip, init_scale).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from replicate.errors import ReplicateError
 
-READING_KEYS = ("embedding_norm", "optimizer", "output_init", "lr", "epochs", "max_epoch", "decay", "schedule",
-                "clip", "init_scale")
+READING_KEYS = ("embedding_norm", "optimizer", "output_init", "output_bias", "lr", "epochs", "max_epoch", "decay",
+                "schedule", "clip", "init_scale")
 
 
 def fmt(x: float) -> str:

@@ -11,6 +11,7 @@ from replicate import io as rio
 from replicate.errors import ReplicateError
 from replicate.inan.readings import fmt
 from replicate.inan.shape import beta_shape, tau_effect
+from replicate.inan.subspace import METRICS
 from replicate.inan.train import VARIANTS
 
 SIZES = ("small", "medium", "large")
@@ -93,9 +94,11 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
                         "distance_mean": d["distance_mean"], "distance_std": d["distance_std"],
                         "distance_min": d["distance_min"], "distance_max": d["distance_max"],
                         "distance_at_init_mean": sum(r["distance_by_epoch"]["0"] for r in d["runs"]) / len(d["runs"]),
-                        "protocol": protocol})
+                        "angle_distance_mean": d["angle_distance_mean"], "angle_distance_std": d["angle_distance_std"],
+                        "metric": METRICS["residual"], "protocol": protocol})
         for r in d["runs"]:
             runs.append({"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "distance": r["distance"],
+                         "angle_distance": r["angle_distance"],
                          "distance_at_init": r["distance_by_epoch"]["0"], "slice_start": r["slice_start"],
                          "train_ppl": r["train_ppl"], "valid_ppl": r["valid_ppl"], "protocol": protocol})
     summary = pd.DataFrame(summary)
@@ -115,9 +118,10 @@ def _points(point_paths) -> dict[tuple[float, float], dict]:
 def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str) -> pd.DataFrame:
     """One row per section 6.2 reading: its Figure 1 points and whether it has the paper's shape.
 
-    Shape, as the paper's Figure 1 shows it (``replicate.inan.shape``): (a) the distance falls gradually
+    Shape, as the paper's Figure 1 shows it (``replicate.inan.shape``): (a) the distance decreases rapidly
     with beta, (b) at beta = 1 it is lower at the largest tau than at the smallest, and it ends near the
-    paper's ~0.06 at beta = 1."""
+    paper's ~0.06 at beta = 1. ``distance`` columns are the relative residual; ``angle_distance_beta1`` is
+    the principal-angle distance at tau = panel a's tau, beta = 1."""
     by_reading: dict[str, dict] = {}
     for d in map(rio.read_json, point_paths):
         by_reading.setdefault(d["reading"], {})[(float(d["tau"]), float(d["beta"]))] = d
@@ -132,29 +136,33 @@ def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_cs
         settings = next(iter(pts.values()))["runs"][0]["settings"]
         row = {"reading": reading, "embedding_norm": settings.get("embedding_norm", "word_vectors"),
                "optimizer": settings.get("optimizer"), "output_init": settings.get("output_init", "uniform"),
-               "lr": settings.get("lr"), "epochs": settings.get("epochs"),
+               "output_bias": settings.get("output_bias", True), "lr": settings.get("lr"),
+               "epochs": settings.get("epochs"),
                "n_seeds": min(p["n_seeds"] for p in pts.values())}
         row.update({f"beta{fmt(beta)}": dist for beta, dist in a})
         row.update({f"tau{fmt(tau)}_beta1": dist for tau, dist in b})
         if len(a) >= 3:
             shape = beta_shape(a)
             row.update(fall_0_to_1=shape["fall"], first_step_share=shape["first_step_share"],
-                       gradual_in_beta=shape["gradual"], distance_beta1=shape["end"])
+                       rapid_in_beta=shape["rapid"], distance_beta1=shape["end"])
+            end = pts[(next(t for p, t, _ in panels if p == "a"), a[-1][0])]
+            row["angle_distance_beta1"] = end["angle_distance_mean"]
         if len(b) >= 2:
             effect = tau_effect(b)
             row.update(tau_effect=effect["effect"], lower_at_larger_tau=effect["lower_at_larger_tau"])
         row["paper_distance_beta1_approx"] = paper_end
+        row["metric"] = METRICS["residual"]
         row["protocol"] = protocol
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def figure1_epochs(point_paths, panels: list[tuple[str, float, float]], protocol: str) -> pd.DataFrame:
-    """Long table of the subspace distance after every epoch (0 = at init) of every run of Figure 1:
-    shows whether a point had converged or was still moving when training stopped."""
+    """Long table of both distances after every epoch (0 = at init) of every run of Figure 1: shows
+    whether a point had converged or was still moving when training stopped."""
     points = _points(point_paths)
     rows = [{"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "epoch": int(epoch), "distance": dist,
-             "protocol": protocol}
+             "angle_distance": r["angle_distance_by_epoch"][epoch], "protocol": protocol}
             for panel, tau, beta in panels if (tau, beta) in points
             for r in points[(tau, beta)]["runs"] for epoch, dist in r["distance_by_epoch"].items()]
     return pd.DataFrame(rows).sort_values(["panel", "tau", "beta", "seed", "epoch"]).reset_index(drop=True)
@@ -189,7 +197,7 @@ def figure1_plot(summary: pd.DataFrame, runs: pd.DataFrame, stem: str | Path) ->
         ax.set_title(title.format(tau=s["tau"].iloc[0], beta=s["beta"].iloc[0]))
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("normalised subspace distance (L^T, W)")
+    axes[0].set_ylabel("relative residual of W off span(L^T)")
     fig.suptitle(f"Inan et al. 2017, section 6.2 replication — reading {summary['reading'].iloc[0]}, "
                  f"protocol: {summary['protocol'].iloc[0]}", fontsize=10)
     return save_figure(fig, stem)

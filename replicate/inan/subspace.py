@@ -1,18 +1,21 @@
-"""Normalised subspace distance between column spaces, from principal angles (Björck & Golub 1973).
+"""How far the output matrix W lies from the column space of the input embedding L^T: two metrics.
 
-For A (n x p) and B (n x q) with orthonormal bases Qa, Qb of their column spaces, the cosines of
-the k = min(rank A, rank B) principal angles are the singular values of Qa^T Qb. The distance used
-here is the normalised projection (chordal) distance
+Both compare A = L^T (|V| x d, in PyTorch the embedding weight E) with W (|V| x d, the output weight),
+and both are 0 when W's columns lie in span(A) and 1 when they are orthogonal to it.
 
-    d(A, B) = sqrt(1 - (1/k) * sum_i cos^2(theta_i))  in [0, 1],
+- ``residual_distance`` (the reported number): the relative residual norm of projecting W onto span(A),
 
-0 when one space contains the other (same space), 1 when they are orthogonal; it depends on the
-spaces only, not on the bases (invariant to B -> B @ R for any invertible R). Inan et al. use
-"normalised subspace distance" from principal angles with these end points; the exact formula
-was not recovered, and this is the standard normalised one.
+      r(A, W) = ||W - P_A W||_F / ||W||_F,   P_A = Q_A Q_A^T,
 
-For section 6.2 the spaces are the column spaces of L^T and W, both |V| x d: in PyTorch, the
-embedding weight E (|V| x d) and the output weight (|V| x d).
+  Inan et al.'s wording, "a common metric based on the relative residual norm from projection of one
+  matrix onto another" (citing Björck & Golub 1973), read literally. It weights each direction of W by
+  the energy W carries in it: if a fraction f of ||W||_F^2 lies off span(A), r = sqrt(f).
+- ``angle_distance``: the normalised projection (chordal) distance from the k = min(rank A, rank W)
+  principal angles, sqrt(1 - (1/k) sum_i cos^2 theta_i), where cos theta_i are the singular values of
+  Q_A^T Q_W. Every direction of W's column space counts equally, however little energy W has in it; it
+  depends on the two spaces only (invariant to W -> W R for any invertible R).
+
+Bases come from a rank-revealing float64 SVD.
 """
 
 from __future__ import annotations
@@ -30,16 +33,38 @@ def orthonormal_basis(mat: torch.Tensor, rtol: float = 1e-10) -> torch.Tensor:
     return u[:, :rank]
 
 
-def principal_cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Cosines of the principal angles between the column spaces of a and b (descending)."""
+def _check_rows(a: torch.Tensor, b: torch.Tensor) -> None:
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"column spaces live in R^{a.shape[0]} and R^{b.shape[0]}: not comparable")
+
+
+def principal_cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosines of the principal angles between the column spaces of a and b (descending)."""
+    _check_rows(a, b)
     qa, qb = orthonormal_basis(a), orthonormal_basis(b)
     return torch.linalg.svdvals(qa.t() @ qb).clamp(0.0, 1.0)
 
 
-def subspace_distance(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Normalised subspace distance in [0, 1] (see module docstring)."""
+def angle_distance(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Normalised principal-angle distance in [0, 1] (see module docstring)."""
     cos = principal_cosines(a, b)
     k = cos.numel()
     return float(torch.sqrt(torch.clamp(1.0 - (cos ** 2).sum() / k, min=0.0)))
+
+
+def residual_distance(a: torch.Tensor, w: torch.Tensor) -> float:
+    """Relative residual ||W - P_A W||_F / ||W||_F of projecting W onto span(a), in [0, 1]."""
+    _check_rows(a, w)
+    w64 = w.detach().to(torch.float64)
+    total = torch.linalg.norm(w64)
+    if total == 0:
+        raise ValueError("W is zero: its relative residual is undefined")
+    q = orthonormal_basis(a)
+    residual = w64 - q @ (q.t() @ w64)
+    return float((torch.linalg.norm(residual) / total).clamp(0.0, 1.0))
+
+
+METRICS = {
+    "residual": "relative residual ||W - P_L W||_F / ||W||_F of projecting W onto span(L^T)",
+    "angle": "normalised principal-angle distance sqrt(1 - mean cos^2) between span(L^T) and span(W)",
+}

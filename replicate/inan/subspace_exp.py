@@ -13,8 +13,12 @@ engine minimises T * (CE + extra); we pass extra = beta * (tau^2 |V| J_aug - CE)
 loss is exactly T * J (CE and J_aug both per-token means); at beta = 0 no extra loss is given
 (pure CE, the engine's fused path).
 
-Metric: normalised subspace distance (replicate.inan.subspace) between the column spaces of
-L^T = embedding.weight (|V| x d) and W = output weight (|V| x d), after each epoch.
+Metrics (replicate.inan.subspace), after each epoch, of L^T = embedding.weight (|V| x d) and W = output
+weight (|V| x d): the relative residual ||W - P_L W||_F / ||W||_F (the reported ``distance``, the paper's
+wording) and the principal-angle distance (``angle_distance``).
+
+``output_bias: false`` holds the output bias at 0 and out of training (the paper's analysis of the 6.2
+loss assumes W h with no bias); the default keeps the engine's trained bias.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss, subspace_experiment_loss
 from replicate.inan.readings import fmt, points
-from replicate.inan.subspace import subspace_distance
+from replicate.inan.subspace import angle_distance, residual_distance
 from replicate.lstm import MATH_MODULES as ENGINE_MATH_MODULES
 
 # Modules whose code decides a run's numbers (ours + the engine's): a finished seed is reused only
@@ -91,11 +95,13 @@ def make_extra_loss(beta: float, tau: float, soft_target_grad: bool = False):
     return extra
 
 
-def embedding_distance(model) -> float:
-    """Subspace distance of L^T and W; NaN while W is exactly 0 (reading output_init: zero, at init)."""
+def embedding_distances(model) -> dict[str, float]:
+    """Both metrics of L^T and W (``distance`` = residual, ``angle_distance``); NaN while W is exactly 0
+    (reading output_init: zero, at init)."""
     if not model.output_weight.detach().any():
-        return float("nan")
-    return subspace_distance(model.embedding.weight, model.output_weight)
+        return {"distance": float("nan"), "angle_distance": float("nan")}
+    e, w = model.embedding.weight, model.output_weight
+    return {"distance": residual_distance(e, w), "angle_distance": angle_distance(e, w)}
 
 
 class AdamPreconditioner:
@@ -133,22 +139,25 @@ class AdamPreconditioner:
 
 
 class DistanceTracker:
-    """on_epoch callback: subspace distance after every epoch (epoch 0 = at initialisation).
+    """on_epoch callback: both distances after every epoch (epoch 0 = at initialisation).
     Stateful, so the engine keeps its record across a checkpoint resume."""
 
     def __init__(self, label: str, log=print, norm: str = "word_vectors"):
-        self.label, self.log, self.distances, self.norm = label, log, {}, norm
+        self.label, self.log, self.norm = label, log, norm
+        self.distances, self.angle_distances = {}, {}
 
     def __call__(self, epoch, model, record):
         project_embedding_(model.embedding.weight, self.norm)  # the state after the last update, projected
-        self.distances[str(int(epoch))] = embedding_distance(model)
-        self.log(f"[{self.label}] epoch {epoch}: subspace distance {self.distances[str(int(epoch))]:.4f}")
+        d, key = embedding_distances(model), str(int(epoch))
+        self.distances[key], self.angle_distances[key] = d["distance"], d["angle_distance"]
+        self.log(f"[{self.label}] epoch {epoch}: residual distance {d['distance']:.4f}, "
+                 f"angle distance {d['angle_distance']:.4f}")
 
     def state_dict(self) -> dict:
-        return {"distances": dict(self.distances)}
+        return {"distances": dict(self.distances), "angle_distances": dict(self.angle_distances)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.distances = dict(state["distances"])
+        self.distances, self.angle_distances = dict(state["distances"]), dict(state["angle_distances"])
 
 
 def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: float, beta: float,
@@ -171,6 +180,10 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
         torch.nn.init.zeros_(model.output_weight)
     elif output_init != "uniform":
         raise ReplicateError(f"unknown output_init {output_init!r}", "use uniform or zero")
+    output_bias = bool(settings.get("output_bias", True))
+    if not output_bias:
+        torch.nn.init.zeros_(model.output_bias)
+        model.output_bias.requires_grad_(False)  # grad stays None: the engine's SGD step skips it
     project_embedding_(model.embedding.weight, norm)
     handle = unit_norm_hook(model, norm)
     label = f"6.2 tau={fmt(tau)} beta={fmt(beta)} seed={seed}"
@@ -178,7 +191,7 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
     soft_grad = bool(settings.get("soft_target_grad", False))
     fingerprint = {"engine": engine, "tau": float(tau), "beta": float(beta), "slice_start": start,
                    "slice_words": slice_words, "soft_target_grad": soft_grad, "embedding_norm": norm,
-                   "output_init": output_init}
+                   "output_init": output_init, "output_bias": output_bias}
     optimizer = settings.get("optimizer", "adam")
     if optimizer not in ("adam", "sgd"):
         raise ReplicateError(f"unknown 6.2 optimizer {optimizer!r}", "use adam or sgd")
@@ -190,11 +203,13 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
     metrics = trainer.run()
     handle.remove()
     project_embedding_(model.embedding.weight, norm)
-    final = embedding_distance(model)
+    final = embedding_distances(model)
     norms = model.embedding.weight.detach().norm(dim=1)
     return {
         "seed": int(seed), "tau": float(tau), "beta": float(beta), "slice_start": start,
-        "slice_words": slice_words, "distance": final, "distance_by_epoch": tracker.distances,
+        "slice_words": slice_words, **final, "distance_by_epoch": tracker.distances,
+        "angle_distance_by_epoch": tracker.angle_distances,
+        "output_bias_norm": float(model.output_bias.detach().norm()),
         "embedding_row_norm_max_dev": float((norms - 1).abs().max()),
         "train_ppl": metrics.get("train_ppl"), "train_clean_ppl": metrics.get("train_clean_ppl"),
         "valid_ppl": metrics.get("valid_ppl"), "history": metrics.get("history"),
@@ -224,14 +239,13 @@ def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu",
         rio.write_json(done, record)
         shutil.rmtree(run_dir, ignore_errors=True)
         records.append(record)
-    dist = torch.tensor([r["distance"] for r in records], dtype=torch.float64)
-    return {
-        "reading": spec.get("reading"), "tau": tau, "beta": beta, "n_seeds": len(records),
-        "distance_mean": float(dist.mean()),
-        "distance_std": float(dist.std()) if len(records) > 1 else 0.0,
-        "distance_min": float(dist.min()), "distance_max": float(dist.max()),
-        "runs": records,
-    }
+    out = {"reading": spec.get("reading"), "tau": tau, "beta": beta, "n_seeds": len(records)}
+    for metric in ("distance", "angle_distance"):
+        dist = torch.tensor([r[metric] for r in records], dtype=torch.float64)
+        out.update({f"{metric}_mean": float(dist.mean()),
+                    f"{metric}_std": float(dist.std()) if len(records) > 1 else 0.0,
+                    f"{metric}_min": float(dist.min()), f"{metric}_max": float(dist.max())})
+    return {**out, "runs": records}
 
 
 __all__ = ["DistanceTracker", "run_point", "run_one", "points", "fmt", "slice_start", "make_extra_loss", "unit_norm_hook",

@@ -350,7 +350,7 @@ def _inan_readings(ctx: Context) -> str:
                    digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance"))},
                    caption="The same points under each reading of the setup the paper leaves open: the distance "
                            "per beta (tau fixed) and per tau (beta = 1), and whether the reading has Figure 1's "
-                           "shape (a gradual fall with beta; lower at larger tau).",
+                           "shape (a rapid decrease with beta; lower at larger tau).",
                    source=ctx.source("inan_subspace_readings"))
 
 
