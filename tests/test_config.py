@@ -67,6 +67,23 @@ BAD_CASES = [
     ("timeout-negative", _mutate(("data", "download_timeout"), -5), ["-5"]),
     ("local-dir-wrong-type", _mutate(("data", "local_dir"), 42), ["42"]),
     ("tf32-wrong-type", _mutate(("allow_tf32",), "yes"), ["yes", "boolean"]),
+    ("memory-limit-zero", _mutate(("max_job_memory_gib",), 0), ["0", "max_job_memory_gib"]),
+    # sweep sizes have bounds (whether a point fits in memory is checked when the DAG is built)
+    ("sweep-width-huge", _mutate(("initial_loss", "widths"), [100000000]), ["100000000", "maximum of 65536"]),
+    ("sweep-vocab-huge", _mutate(("initial_loss", "vocab_size"), 10**9), ["1000000000", "maximum"]),
+    ("sweep-layers-negative", _mutate(("initial_loss", "n_layers"), -1), ["-1", "minimum"]),
+    ("sweep-seq-len-zero", _mutate(("initial_loss", "seq_len"), 0), ["0", "minimum"]),
+    ("sweep-batch-huge", _mutate(("initial_loss", "batch_size"), 10**6), ["1000000", "maximum"]),
+    ("ablation-zero-tau", _mutate(("inan", "ablation", "taus"), [0, 10]), ["0", "minimum"]),
+    ("data-fraction-above-100", _mutate(("scale", "data", "pcts"), [10, 150]), ["150", "maximum of 100"]),
+    ("scale-hidden-huge", _mutate(("scale", "model", "hiddens"), [200, 100000]), ["100000", "maximum of 16384"]),
+    ("transformer-std-unknown", _mutate(("scale", "transformer", "stds"), ["big"]), ["big"]),
+    # engine overrides of a preset: the same schema as a cell's @key=value (lstm.schema.yaml)
+    ("override-negative-dropout", _mutate(("press_wolf", "overrides", "dropout_rate"), -0.1), ["-0.1", "minimum"]),
+    ("override-unknown-key", _mutate(("press_wolf", "overrides", "lamda"), 1), ["lamda"]),
+    ("override-seed", _mutate(("press_wolf", "overrides", "seed"), 3), ["seed"]),
+    ("scale-override-grid-key", _mutate(("scale", "lstm", "overrides", "hidden_size"), 400), ["hidden_size"]),
+    ("scale-override-non-numeric", _mutate(("scale", "lstm", "overrides", "lr"), "fast"), ["fast", "number"]),
 ]
 
 
@@ -93,6 +110,6 @@ def test_every_schema_key_is_described_and_typed():
         if node.get("type") == "object" and "properties" in node:
             assert node.get("additionalProperties") is False, f"{where}: unknown keys must be errors"
 
-    for section in ("config",) + SECTIONS:
+    for section in ("config", "lstm") + SECTIONS:
         with open(REPO_ROOT / f"workflow/schemas/{section}.schema.yaml") as fh:
             walk(yaml.safe_load(fh), section)
