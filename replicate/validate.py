@@ -116,6 +116,29 @@ class Schemas:
                                f"{key} must be {describe(node)}{meaning}", fix)
         return value
 
+    def check_config(self, data: dict[str, Any], name: str, prefix: str = "") -> None:
+        """Refuse a config (section) that the schema file ``name`` does not allow, naming the key path, the
+        value and what is allowed (an unknown key with the nearest known one); nothing when it is valid."""
+        validator = jsonschema.Draft202012Validator({"$ref": self._uri(name)}, registry=self.registry)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        if error is None:
+            return
+        path = ".".join([prefix, *map(str, error.absolute_path)]).strip(".")
+        fix = "change it in your config file (or --config); every key: config/README.md"
+        if error.validator == "additionalProperties":
+            known = error.schema.get("properties", {})
+            key = next(k for k in error.instance if k not in known)
+            raise SettingError(f"config: unknown key {'.'.join(filter(None, [path, key]))!r}{nearest(key, known)}",
+                               f"use one of {', '.join(sorted(known))}")
+        if error.validator == "required":
+            raise SettingError(f"config: {path or 'top level'}: {error.message}", fix)
+        if error.validator == "not":  # propertyNames: a key set elsewhere (see the section's description)
+            raise SettingError(f"config: key {path}.{error.instance} is not allowed here", fix)
+        node = error.parent.schema if error.parent is not None else error.schema  # oneOf: all branches
+        allowed = describe(node) if {"type", "enum", "oneOf", "anyOf"} & set(node) else ""
+        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {error.message}"
+                           + (f"; {path} must be {allowed}" if allowed else ""), fix)
+
     def check_mapping(self, values: dict[str, Any], ref: str, *, where: str, fix: str) -> dict[str, Any]:
         """Every key of ``values`` known to the object node at ``ref`` (a node with ``properties`` of its own)
         or refused with the nearest known key suggested; every value allowed by its property's node."""

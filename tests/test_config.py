@@ -10,6 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from conftest import REPO_ROOT
+from replicate.validate import Schemas, SettingError
 
 SECTIONS = ("data", "press_wolf", "inan", "initial_loss", "scale", "report")
 PRESETS = ("config.yaml", "paper.yaml", "smoke.yaml")
@@ -95,6 +96,36 @@ def test_bad_config_names_the_cause(case_id, mutate, words):
     message = str(err.value)
     for word in words:
         assert word in message, f"{case_id}: {word!r} not in error message:\n{message}"
+
+
+@pytest.mark.parametrize("section,mutate,message", [
+    ("config", _mutate(("protocl",), "reduced"), "unknown key 'protocl' (did you mean 'protocol'?)"),
+    ("press_wolf", _mutate(("press_wolf", "overrides", "epoch"), 3),
+     "unknown key 'press_wolf.overrides.epoch' (did you mean 'epochs'?)"),
+    ("initial_loss", _mutate(("initial_loss", "widths"), [64, 100000000]),
+     "initial_loss.widths.1=100000000 is not allowed: 100000000 is greater than the maximum of 65536; "
+     "initial_loss.widths.1 must be an integer from 2 to 65536"),
+    ("scale", _mutate(("scale", "transformer", "stds"), ["big"]),
+     "must be a number > 0 or one of inv_sqrt_d, log_n_over_d"),
+    ("scale", _mutate(("scale", "lstm", "overrides", "hidden_size"), 400),
+     "key scale.lstm.overrides.hidden_size is not allowed here"),
+])
+def test_config_refusal_is_short_and_named(section, mutate, message):
+    """What the Snakefile raises after a failed validation: the key path, the value, the range, a near key."""
+    cfg = mutate(copy.deepcopy(load("config.yaml")))
+    schemas = Schemas(REPO_ROOT / "workflow" / "schemas")
+    with pytest.raises(SettingError) as err:
+        data = cfg if section == "config" else cfg[section]
+        schemas.check_config(data, f"{section}.schema.yaml", "" if section == "config" else section)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_config_check_passes_the_presets(preset):
+    cfg, schemas = load(preset), Schemas(REPO_ROOT / "workflow" / "schemas")
+    schemas.check_config(cfg, "config.schema.yaml")
+    for section in SECTIONS:
+        schemas.check_config(cfg.get(section, {}), f"{section}.schema.yaml", section)
 
 
 def test_every_schema_key_is_described_and_typed():

@@ -7,16 +7,13 @@ from replicate import paths
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
-from replicate.validate import Schemas, SettingError, nearest, parse_text
+from replicate.validate import SettingError, nearest, parse_text
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 R = paths.under_results  # R(paths.X, ...): the results/ path(s) of replicate/paths.py's names
-# The config's schemas, addressed as "file.schema.yaml#/pointer": the plan-time checks of values that come
-# from a target's path use the same nodes (types, bounds, enums) as the config validation.
-SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
 
 
 def experiment_targets():
@@ -51,7 +48,8 @@ def plan_check(check):
 
 
 def check_wildcard(wildcards, key, ref, where, fix):
-    """The wildcard ``key`` parsed (replicate.validate.parse_text) and checked against the schema node ``ref``."""
+    """The wildcard ``key`` parsed (replicate.validate.parse_text) and checked against the schema node ``ref``
+    (SCHEMAS, the Snakefile's: a value from a path meets the same types, bounds and enums as the config)."""
     return SCHEMAS.check(parse_text(getattr(wildcards, key)), ref, key=key, where=where, fix=fix)
 
 
