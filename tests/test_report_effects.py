@@ -110,3 +110,13 @@ def test_size_verdicts_follow_the_repeats_in_the_bundle(tmp_path):
     re = next(c.evaluate(repeated) for c in CLAIMS if c.id == "inan_re_vd")
     assert re.size == E.TIE and "borrowed" in re.effects[0].noise
     assert _size(repeated, "inan_al_vd") == E.DIRECTION_ONLY  # 1.37 vs 6.3: beyond the noise, under half
+
+
+def test_glossary_lists_every_report_label():
+    """docs/glossary.md maps every name the report relabels (labels.py), so a reader of the CSV finds it."""
+    from replicate.report import labels
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "glossary.md").read_text(encoding="utf-8")
+    for kind, table in (("column", labels.COLUMNS), ("value", labels.VALUES)):
+        for name, label in table.items():
+            assert f"| `{name}` ({kind}) | {label} |" in text, name

@@ -38,6 +38,7 @@ class View:
     keys: tuple[str, ...]
     values: tuple[str, ...]
     rows: Callable[[pd.DataFrame], pd.DataFrame] = _all
+    percent: tuple[str, ...] = ()   # ratios and shares, shown as %
 
 
 VIEWS = {
@@ -45,8 +46,8 @@ VIEWS = {
                         ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
                          "test_paper")),
                    View("tables/press_wolf_speed.csv", ("size", "clock"),
-                        ("threads", "load_1min_start", "load_1min_end", "idle", "ours_tok_s", "plain_tok_s",
-                         "ratio"))),
+                        ("threads", "load_1min_start", "idle", "ours_tok_s", "plain_tok_s", "ratio"),
+                        percent=("ratio",))),
     "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
                   ("valid_ours", "valid_paper", "test_ours", "test_paper",
                    "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),
@@ -57,31 +58,38 @@ VIEWS = {
     "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),
                           ("loss_mean", "reference_kind", "reference_loss", "diff"), _theory_rows),),
     "scale": (View("tables/scale_gain.csv", ("study", "dataset", "pct", "hidden"),
-                   ("n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "rel_gain_mean")),
+                   ("n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "rel_gain_mean"),
+                   percent=("rel_gain_mean",)),
               View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value")),
               View("tables/scale_transformer.csv", ("variant", "std", "seed"),
                    ("step0_loss", "theory_step0_loss", "final_valid_ppl"))),
 }
 
 
-def fmt(value) -> str:
-    """A table cell: integers as integers, 1 decimal from 100 up, else 4 significant digits."""
+def fmt(value, percent: bool = False) -> str:
+    """A table cell: integers as integers; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100
+    up, 2 from 1 up, 3 significant digits below."""
     if isinstance(value, str):
         return value.replace("|", "\\|")
     if value is None or pd.isna(value):
         return "—"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
+    if percent:
+        return f"{value * 100:.1f} %"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
-    return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4g}"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
 
 
 def _table(frame: pd.DataFrame, view: View) -> list[str]:
     cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
     rows = view.rows(frame)[cols]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows.itertuples(index=False)]
+    lines += ["| " + " | ".join(fmt(v, c in view.percent) for c, v in zip(cols, row)) + " |"
+              for row in rows.itertuples(index=False)]
     return lines
 
 

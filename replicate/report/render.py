@@ -54,6 +54,7 @@ table + p { color: var(--muted); font-size: 13px; margin-top: 2px; }
 blockquote { border-left: 4px solid #9aa0a6; background:#f8f9fa; padding: 6px 12px; margin: 10px 0; }
 blockquote p { margin: 0; }
 img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+main > p:has(> a > img) { max-width: 1100px; }  /* figures: drawn 1,100 px wide (replicate/plotting.py) */
 .table-wrap { max-width: 100%; overflow-x: auto; }
 td.past { background: #fce8e6; }
 .glance { border: 1px solid var(--line); border-left: 4px solid #1a73e8; background: #f8fbff; padding: 4px 16px;
