@@ -68,7 +68,7 @@ VIEWS = {
 
 def fmt(value, percent: bool = False) -> str:
     """A table cell: integers as integers; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100
-    up, 2 from 1 up, 3 significant digits below."""
+    up, 2 from 1 up, 3 significant digits below, trailing zeros dropped (the paper's 92.6 stays 92.6)."""
     if isinstance(value, str):
         return value.replace("|", "\\|")
     if value is None or pd.isna(value):
@@ -79,9 +79,8 @@ def fmt(value, percent: bool = False) -> str:
         return f"{value * 100:.1f} %"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+    text = f"{value:.1f}" if abs(value) >= 100 else f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+    return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
 
 
 def _table(frame: pd.DataFrame, view: View) -> list[str]:
