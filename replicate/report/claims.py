@@ -362,19 +362,30 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
     return list(part.groupby(x)["distance"].mean().items())
 
 
-def _figure1_basis(r) -> str:
-    """Which reading and metric the Figure 1 claims rest on, and how many readings have the paper's shape."""
+def _figure1_reading(r) -> tuple[str, str]:
+    """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
     f = r.inan_figure1
     reading = ", ".join(dict.fromkeys(f["reading"].astype(str))) if "reading" in f.columns else "not recorded"
     metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
-              else "normalised subspace distance from principal angles (the table names no metric)")
-    out = f"reading {reading}; metric: {metric}"
+              else "principal-angle subspace distance (the table names no metric)")
+    return reading, metric
+
+
+def _readings_reproduce(r) -> str:
+    """'k of n readings have the paper's shape', from the readings table ('' without one)."""
     readings = r.raw.get("inan_subspace_readings") if hasattr(r, "raw") else None
-    if readings is not None:
-        shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
-        out += (f"; {shaped} of {len(readings)} readings have the paper's shape (rapid decrease in β, lower at "
-                f"larger τ)")
-    return out
+    if readings is None or readings.empty:
+        return ""
+    shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
+    return f"{shaped} of {len(readings)} readings have the paper's shape"
+
+
+def _figure1_basis(r) -> str:
+    """Which reading and metric the Figure 1 claims rest on, and how many readings have the paper's shape."""
+    reading, metric = _figure1_reading(r)
+    reproduce = _readings_reproduce(r)
+    return f"reading {reading}; metric: {metric}" + (f"; {reproduce} (rapid decrease in β, lower at larger τ)"
+                                                     if reproduce else "")
 
 
 def reading_has_shape(row: pd.Series) -> bool:
@@ -397,7 +408,9 @@ def _figure1_level(r) -> E.Effect | None:
         return None
     paper = a["paper_distance_approx"].dropna() if "paper_distance_approx" in a.columns else pd.Series(dtype=float)
     seeds = int(a["n_seeds"].iloc[0]) if "n_seeds" in a.columns and pd.notna(a["n_seeds"].iloc[0]) else 1
-    return E.Effect(f"distance at β = {a['beta'].iloc[0]:g}", float(paper.iloc[0]) if len(paper) else None,
+    reading, metric = _figure1_reading(r)
+    return E.Effect(f"{metric} at β = {a['beta'].iloc[0]:g}, reading {reading}",
+                    float(paper.iloc[0]) if len(paper) else None,
                     float(a["distance"].mean()), "", (seeds,), level=True)
 
 
@@ -409,7 +422,7 @@ def inan_distance_rapid_in_beta(r) -> Verdict:
     v = _verdict(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
                              f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}",
                  r.inan_figure1)
-    return _with(v, _figure1_level(r))
+    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
 
 
 def _spread_allowance(f: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> tuple[float | None, str]:
@@ -432,7 +445,9 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     b = f[f["panel"] == "b"].sort_values("tau")
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
-    return _with(v, E.Effect(f"distance at τ = {t0:g} − at τ = {t1:g}", None, d0 - d1, "", seeds, allow, how))
+    reading, metric = _figure1_reading(r)
+    return _with(v, E.Effect(f"{metric} at τ = {t0:g} − at τ = {t1:g}, reading {reading}", None, d0 - d1, "",
+                             seeds, allow, how), scope=_readings_reproduce(r))
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -448,7 +463,7 @@ def inan_distance_falls_with_beta(r) -> Verdict:
     ok = means.iloc[-1] < means.iloc[0] and rho < 0
     v = _verdict(ok, f"mean distance {means.iloc[0]:.3f} at β = {lo:g} → {means.iloc[-1]:.3f} at β = {hi:g}; "
                      f"Spearman ρ(β, distance) = {rho:.2f} over {len(means)} β values; {_figure1_basis(r)}", f)
-    return _with(v, _figure1_level(r))
+    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
 
 
 # ---------------------------------------------------------------------------- initial loss
