@@ -96,9 +96,12 @@ def section_summary(ctx) -> str:
              "Where several seeds exist for a point (section 6.2), the allowance is two standard errors of the "
              "difference from its own seeds. The sources used here: "
              + "; ".join(B.escape(n) for n in _noise_notes(ctx.verdicts)) + ".")
-    evidence = B.bullets([f"{B.escape(c.statement)} ({B.escape(c.id)}): {B.escape(v.evidence)}"
-                          + (f" Protocol: {B.escape(v.protocol)}." if v.protocol else "")
-                          for c, v in ctx.verdicts])
+    keys = {p: chr(ord("a") + i) for i, p in enumerate(dict.fromkeys(v.protocol for _, v in ctx.verdicts
+                                                                      if v.protocol))}
+    evidence = B.join([B.bullets([f"{B.escape(c.statement)} ({B.escape(c.id)}): {B.escape(v.evidence)}"
+                                  + (f" \\[{keys[v.protocol]}\\]" if v.protocol else "") for c, v in ctx.verdicts]),
+                       "Protocols: " + "; ".join(f"\\[{k}\\] {B.code(p)}" for p, k in keys.items()) + "."
+                       if keys else ""])
     return B.join([table, E.RULE, noise, pools_table(ctx.results),
                    B.details_md("Evidence for each verdict, from our result tables", evidence)])
 
