@@ -105,7 +105,7 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     u = upd[upd["bucket"] >= 0]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for (variant, matrix), g in u.groupby(["variant", "matrix"]):
-        label = variant if matrix == "tied" else f"{variant} {matrix}"
+        label = readable(variant if matrix == "tied" else f"{variant} {matrix}")
         m = g.groupby("bucket")[["mean_count", "update_fraction", "update_norm_mean"]].mean()
         style = "--" if variant.endswith("_pr") else "-"
         axes[0].plot(m["mean_count"], m["update_fraction"], style, marker="o", label=label)
@@ -124,6 +124,11 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[0]))
 
 
+def readable(name: str) -> str:
+    """A variant or comparison name in words: tied_pr_vs_untied_pr_input -> tied + PR vs untied + PR input."""
+    return name.replace("_vs_", " vs ").replace("_pr", " + PR").replace("_", " ")
+
+
 MAIN_COMPARISONS = ("tied_vs_untied_input", "tied_vs_untied_output", "untied_input_vs_untied_output",
                     "tied_pr_vs_untied_pr_input", "tied_pr_vs_untied_pr_output", "tied_vs_tied")
 
@@ -139,14 +144,15 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         if g.empty:
             continue
         m = g.groupby("epoch")[["spearman", "knn_overlap"]].mean()
-        axes[0].plot(m.index, m["spearman"], marker="o", label=comp)
-        axes[1].plot(m.index, m["knn_overlap"], marker="o", label=comp)
+        axes[0].plot(m.index, m["spearman"], marker="o", label=readable(comp))
+        axes[1].plot(m.index, m["knn_overlap"], marker="o", label=readable(comp))
     if not use.empty:
         axes[1].axhline(use["knn_chance"].iloc[0], color="grey", ls=":", label="chance")
     axes[0].set_ylabel("Spearman of cosine-similarity structure")
     axes[1].set_ylabel(f"k-NN overlap (k={int(use['knn_k'].iloc[0]) if not use.empty else '?'})")
     for ax in axes:
         ax.set_xlabel("epoch (0 = initialisation)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=7)
     top_k = int(use["top_k"].iloc[0]) if not use.empty else 0
     fig.suptitle(f"How alike are the embedding matrices? top {top_k} words, {kind}; {protocol} protocol")
