@@ -122,14 +122,16 @@ def assert_table_matches_csv(table: dict, csv: Path) -> int:
     frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
     assert len(table["rows"]) == len(frame), f"{csv}: {len(table['rows'])} rows in HTML, {len(frame)} in CSV"
     checked = 0
+    computed = [i for i, name in enumerate(table["header"]) if name in COMPUTED]
     for row, (_, rec) in zip(table["rows"], frame.iterrows()):
         values = [" ".join(v.split()) for v in rec.values]
-        for cell in row:
+        for cell in (c for i, c in enumerate(row) if i not in computed):
             assert _cell_from_row(cell["text"], values), f"{csv}: HTML cell {cell['text']!r} not in the row {values}"
             checked += NUMBER.fullmatch(cell["text"]) is not None
     return checked
 
 
+COMPUTED = ("Figure 1's shape",)  # columns the report computes from the row (checked in their own tests)
 NUMBER = re.compile(r"[+-]?[\d,]+(\.\d+)?(e[+-]\d+)?%?")
 
 

@@ -389,8 +389,11 @@ def _figure1_basis(r) -> str:
 
 
 def reading_has_shape(row: pd.Series) -> bool:
-    """A readings-table row has Figure 1's shape: rapid in beta (beta_shape on its beta columns) and lower
-    at larger tau (its tau columns at beta = 1)."""
+    """A readings-table row has Figure 1's shape: rapid in beta and lower at larger tau. The row's own flags
+    (``rapid_in_beta``, ``lower_at_larger_tau``, written by replicate/inan/readings.py) when it has them;
+    else computed from its beta columns (beta_shape) and its tau columns at beta = 1 (an older table)."""
+    if {"rapid_in_beta", "lower_at_larger_tau"} <= set(row.index):
+        return str(row["rapid_in_beta"]).lower() == "true" and str(row["lower_at_larger_tau"]).lower() == "true"
     betas = sorted((float(c[4:]), row[c]) for c in row.index
                    if c.startswith("beta") and c[4:].replace(".", "").isdigit() and pd.notna(row[c]))
     taus = sorted((float(c[3:].split("_")[0]), row[c]) for c in row.index
