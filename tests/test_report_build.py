@@ -136,6 +136,23 @@ NUMBER = re.compile(r"[+-]?[\d,]+(\.\d+)?(e[+-]\d+)?%?")
 
 
 IL_SUMMARY = "results/tables/initial_loss_summary.csv"
+SIMILARITY = "results/tables/scale_embedding_similarity.csv"
+
+
+def assert_matrix_matches_csv(table: dict, csv: Path) -> int:
+    """The similarity matrix: the cell of matrices a (row) and b (column) shows the mean Spearman of the
+    CSV's rows ``a_vs_b`` or ``b_vs_a``, or — when there are none."""
+    names = {label: name for name, label in labels.MATRICES.items()}
+    means = pd.read_csv(csv).groupby("comparison")["spearman"].mean()
+    checked = 0
+    for row in table["rows"]:
+        a = names[row[0]["text"]]
+        for head, cell in zip(table["header"][1:], row[1:]):
+            b = names[head]
+            value = means.get(f"{a}_vs_{b}", means.get(f"{b}_vs_{a}"))
+            assert cell["text"] == (NO_VALUE if value is None else fmt_number(value, 2)), (a, b, cell, value)
+            checked += 1
+    return checked
 
 
 def _diff_text(x: float) -> str:
@@ -506,7 +523,8 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
     assert csv_tables, "no result table in the smoke report"
     numeric_cells = 0
     for t in csv_tables:
-        check = assert_differences_match_csv if t["source"] == IL_SUMMARY else assert_table_matches_csv
+        check = {IL_SUMMARY: assert_differences_match_csv,
+                 SIMILARITY: assert_matrix_matches_csv}.get(t["source"], assert_table_matches_csv)
         numeric_cells += check(t, smoke_run / t["source"])
     assert numeric_cells > 100, "the smoke report shows (almost) no numbers from the CSVs"
     assert_common_values_above(doc)
@@ -516,7 +534,8 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
         assert any(t["source"] == rel for t in csv_tables), f"{rel} is not shown in the report"
     # smoke protocol labelled; the claims table has a verdict per claim
     assert "smoke" in md.split("## Summary")[1].split("\n## ")[0]
-    assert all(r[-1]["text"] in ("holds", "does not hold", "inconclusive", NOT_RUN) for r in doc.tables[0]["rows"])
+    direction = doc.tables[0]["header"].index("direction")
+    assert all(r[direction]["text"] in ("holds", "does not hold", "inconclusive", NOT_RUN) for r in doc.tables[0]["rows"])
 
 
 @pytest.mark.slow

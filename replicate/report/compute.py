@@ -146,6 +146,14 @@ def _runs(res) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+LISTED = 4  # names listed in a cell of the per-experiment table before "and k more"
+
+
+def _some(names: list[str]) -> str:
+    more = len(names) - LISTED
+    return ", ".join(names[:LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
 def per_experiment(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per experiment: runs, the commits they come from (several: said), the uncommitted ones."""
     rows = []
@@ -153,9 +161,9 @@ def per_experiment(runs: pd.DataFrame) -> pd.DataFrame:
         commits = sorted(c for c in part["commit"].unique() if c != NOT_RECORDED)
         dirty = part[part["dirty"].str.startswith("**yes")]["run"].tolist()
         rows.append({"experiment": exp, "runs": len(part),
-                     "commits": (f"{len(commits)} commits: " if len(commits) > 1 else "") + ", ".join(commits)
+                     "commits": (f"{len(commits)} commits: " if len(commits) > 1 else "") + _some(commits)
                      or NOT_RECORDED,
-                     "uncommitted tree": ", ".join(dirty) if dirty else "none"})
+                     "uncommitted tree": ("all" if len(dirty) == len(part) else _some(dirty)) if dirty else "none"})
     return pd.DataFrame(rows)
 
 
@@ -168,7 +176,7 @@ def section_provenance(ctx) -> str:
     line = (f"**Totals**: {len(runs)} runs from {runs['commit'].nunique()} commits; {dirty} from an uncommitted "
             f"tree{' (flagged below)' if dirty else ''}; torch {', '.join(sorted(runs['torch'].unique()))}, "
             f"Python {', '.join(sorted(runs['python'].unique()))}.")
-    summary = B.table(per_experiment(runs), keep=("experiment", "runs", "commits", "uncommitted tree"),
+    summary = B.table(per_experiment(runs), keep=("experiment", "runs"),
                       caption="Per experiment: the commits its runs come from and the runs made from a tree with "
                               "uncommitted changes.")
     versions: dict[str, set] = {}
