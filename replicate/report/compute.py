@@ -9,6 +9,7 @@ runs from an uncommitted tree are flagged; experiments whose runs come from seve
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -84,7 +85,7 @@ def section_compute(ctx) -> str:
                         keep=("job", "wall_s", "cpu_s", "max_rss_mib"),
                         caption="Wall time, CPU time, mean CPU load (%) and peak resident memory per job; device "
                                 "from the job's provenance where the job wrote one.",
-                        source=B.link("results/benchmarks/", folder, ctx.md_path.parent))
+                        source=B.link(f"{res.root.name}/benchmarks/", folder, ctx.md_path.parent))
         out += [totals_line(b), B.details_md(f"Per job ({len(b)} Snakemake benchmark files)", table)]
     out.append("### Throughput and memory benchmarks")
     if res.speed is None:
@@ -136,7 +137,7 @@ def _runs(res) -> pd.DataFrame:
         git = p.get("git") or {}
         pk = p.get("packages") or {}
         label = run_label(item["path"])
-        rows.append({"experiment": label.split("/")[1] if label.startswith("measured/") else label.split("/")[0],
+        rows.append({"experiment": _experiment(res, item["path"]),
                      "run": label, "protocol": cfg.get("protocol", NOT_RECORDED) if isinstance(cfg, dict) else
                      NOT_RECORDED, "commit": (git.get("commit") or NOT_RECORDED)[:10],
                      "dirty": {True: "**yes: uncommitted changes**", False: "no"}.get(git.get("dirty"), NOT_RECORDED),
@@ -152,6 +153,14 @@ LISTED = 4  # names listed in a cell of the per-experiment table before "and k m
 def _some(names: list[str]) -> str:
     more = len(names) - LISTED
     return ", ".join(names[:LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def _experiment(res, path: str) -> str:
+    """The experiment a result file belongs to (the publish catalogue's owner), else its first folder."""
+    from replicate.publish.catalogue import owner
+
+    rel = Path(res.root.parent / path).relative_to(res.root).as_posix() if not Path(path).is_absolute() else path
+    return owner(rel) or rel.split("/", 1)[0]
 
 
 def per_experiment(runs: pd.DataFrame) -> pd.DataFrame:
