@@ -46,7 +46,7 @@ VIEWS = {
                         ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
                          "test_paper")),
                    View("tables/press_wolf_speed.csv", ("size", "clock"),
-                        ("threads", "load_1min_start", "idle", "ours_tok_s", "plain_tok_s", "ratio"),
+                        ("threads", "load_1min_start", "load_1min_end", "idle", "ours_tok_s", "plain_tok_s", "ratio"),
                         percent=("ratio",))),
     "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
                   ("valid_ours", "valid_paper", "test_ours", "test_paper",
