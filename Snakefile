@@ -1,6 +1,11 @@
 # Tied input/output embeddings: one DAG from raw data to the report.
 # Thin on purpose: config, validation, rule files. All logic lives in the `replicate` package.
+import os
+
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+
+from replicate.validate import Schemas
 
 min_version("9.0")
 
@@ -16,9 +21,15 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
-for _section in ("data", "press_wolf", "inan", "initial_loss", "scale", "report"):
-    validate(config[_section], f"workflow/schemas/{_section}.schema.yaml")
+# The config's schemas (also used by the rules' plan-time checks of values in a target's path, common.smk).
+SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
+for _name in ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report"):
+    _data = config if _name == "config" else config[_name]
+    try:
+        validate(_data, f"workflow/schemas/{_name}.schema.yaml")  # also fills in the schema's defaults
+    except WorkflowError:
+        SCHEMAS.check_config(_data, f"{_name}.schema.yaml", "" if _name == "config" else _name)  # the short message
+        raise
 
 
 envvars:

@@ -2,6 +2,12 @@
 
 ``use_style()`` once before plotting; ``save_figure(fig, stem)`` writes ``stem.png`` and
 ``stem.svg`` atomically (``replicate.io.atomic_path``) and closes the figure.
+
+Every figure is drawn at the width the report shows it (``DISPLAY_PX``: the report's text column),
+not drawn large and shrunk: ``save_figure`` sets the figure to that width (its height kept), raises any
+text below ``MIN_FONT_PT`` to it, lays it out again until the PNG is at most ``DISPLAY_PX`` (and at least
+``DISPLAY_PX - SLACK_PX``) wide, so that the browser shows it at its own size. At ``DPI`` = 100, 1 pt of
+the figure is 100 / 96 CSS points, so the text reads at least ``MIN_FONT_PT`` points in the browser. The SVG is the full-size file the report links.
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ import seaborn as sns  # noqa: E402
 from replicate.io import atomic_path  # noqa: E402
 
 PALETTE = "colorblind"
-DPI = 200
+DISPLAY_PX = 1100         # a figure paragraph of the report (replicate/report/render.py: .figure max-width)
+DPI = 100                 # pixels per inch of the PNG: DISPLAY_PX / DPI inches wide
+MIN_FONT_PT = 9.5
+SLACK_PX = 20             # a PNG this much narrower than DISPLAY_PX is shown at its own size too
 
 
 def use_style(font_scale: float = 1.0) -> None:
     """Seaborn 'whitegrid' + 'notebook' context, colour-blind palette, deterministic SVG output."""
     sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=font_scale)
     matplotlib.rcParams.update({
-        "figure.dpi": 100,
+        "figure.dpi": DPI,
         "savefig.dpi": DPI,
         "savefig.bbox": "tight",
         "axes.titleweight": "bold",
@@ -35,14 +44,48 @@ def use_style(font_scale: float = 1.0) -> None:
     })
 
 
+def fit_to_display(fig, width_px: int = DISPLAY_PX, min_pt: float = MIN_FONT_PT) -> None:
+    """Resize ``fig`` (height kept) so that its PNG at ``DPI``, with a tight bounding box (legends and
+    titles outside the axes included), is at most ``width_px`` and at least ``width_px - SLACK_PX`` wide,
+    with no text below ``min_pt``."""
+    for text in fig.findobj(matplotlib.text.Text):
+        if text.get_text() and text.get_fontsize() < min_pt:
+            text.set_fontsize(min_pt)
+    height = fig.get_size_inches()[1]
+    fig.set_size_inches(width_px / DPI, height)
+    for _ in range(8):
+        if not fig.get_constrained_layout():
+            try:
+                fig.tight_layout()
+            except (ValueError, RuntimeError):
+                pass
+        written = _png_width(fig, DPI)
+        if width_px - SLACK_PX <= written <= width_px:
+            return
+        fig.set_size_inches(fig.get_size_inches()[0] * (width_px - SLACK_PX / 2) / written, height)
+
+
+def _png_width(fig, dpi: float) -> int:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    buf.seek(0)
+    return Image.open(buf).size[0]
+
+
 def save_figure(fig, stem: str | Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
-    """Write ``fig`` as ``stem.<fmt>`` for each format, atomically; close it; return the paths."""
+    """Write ``fig`` as ``stem.<fmt>`` for each format, atomically, drawn at the report's display width
+    (``fit_to_display``); close it; return the paths."""
     stem = Path(stem)
+    fit_to_display(fig)
     paths = []
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, metadata={"Date": None} if fmt == "svg" else None)
+            fig.savefig(tmp, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else None)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -131,9 +131,10 @@ def _chromium() -> str:
     return exe
 
 
-def open_in_chromium(html: Path, screenshot: Path | None) -> dict:
-    """Load ``html`` in headless Chromium; return images, console errors, headings and table geometry;
-    save a screenshot (unless ``screenshot`` is None)."""
+def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> dict:
+    """Load ``html`` in headless Chromium at a viewport ``width`` px wide (390: a phone, emulated as
+    mobile); return images, links, console errors, headings, the first screen's layout and table
+    geometry; save a screenshot (unless ``screenshot`` is None)."""
     profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
     proc = subprocess.Popen([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
                              "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
@@ -156,6 +157,8 @@ def open_in_chromium(html: Path, screenshot: Path | None) -> dict:
         try:
             for domain in ("Page", "Runtime", "Log"):
                 dt.call(f"{domain}.enable")
+            dt.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
+                    mobile=width < 600)
             dt.events.clear()
             dt.call("Page.navigate", url=html.resolve().as_uri())
             dt.wait_event("Page.loadEventFired", timeout=60)
@@ -166,6 +169,14 @@ def open_in_chromium(html: Path, screenshot: Path | None) -> dict:
                   return {
                     images: imgs.map(i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight})),
                     headings: Array.from(document.querySelectorAll('h2')).map(h => h.textContent),
+                    links: Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href')),
+                    ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),
+                    glanceTop: (document.querySelector('.glance') || {getBoundingClientRect: () => ({top: -1})})
+                                 .getBoundingClientRect().top,
+                    tocTop: (Array.from(document.querySelectorAll('p')).find(p => p.textContent.trim() === 'Contents')
+                             || {getBoundingClientRect: () => ({top: -1})}).getBoundingClientRect().top,
+                    firstTableHead: Array.from((document.querySelector('table') || document.createElement('table'))
+                                               .querySelectorAll('th')).map(h => h.textContent),
                     external: Array.from(document.querySelectorAll('[src],link[href]'))
                                  .map(e => e.getAttribute('src') || e.getAttribute('href'))
                                  .filter(u => !u.startsWith('data:')),
@@ -196,7 +207,7 @@ def open_in_chromium(html: Path, screenshot: Path | None) -> dict:
                     errors.append(p["entry"].get("text", "")[:500])
             if screenshot is not None:
                 shot = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                               clip={"x": 0, "y": 0, "width": 1280, "height": min(int(state["height"]), 16000),
+                               clip={"x": 0, "y": 0, "width": width, "height": min(int(state["height"]), 16000),
                                      "scale": 1})
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 screenshot.write_bytes(base64.b64decode(shot["data"]))
@@ -229,12 +240,30 @@ def assert_tables_fit(state: dict, max_row_px: float = 240) -> None:
     """At 1280 px no table is wider than the text column or scrolls sideways, the page does not
     scroll sideways, and no table row is taller than ``max_row_px``."""
     assert state["viewportWidth"] == 1280
-    assert state["pageWidth"] <= state["viewportWidth"], "the page scrolls sideways"
+    assert_no_sideways_scroll(state)
     assert state["tables"], "no table in the report"
     for t in state["tables"]:
         assert t["right"] <= t["containerRight"] + 0.5, f"table wider than the page: {t}"
         assert t["scrollWidth"] <= t["clientWidth"] + 1, f"table scrolls sideways: {t}"
         assert t["tallestRow"] <= max_row_px, f"table row {t['tallestRow']:.0f} px tall: {t}"
+
+
+def assert_no_sideways_scroll(state: dict) -> None:
+    """The page itself never scrolls sideways (a wide table scrolls inside its own wrapper)."""
+    assert state["pageWidth"] <= state["viewportWidth"], \
+        f"the page scrolls sideways: {state['pageWidth']} px wide at a {state['viewportWidth']} px viewport"
+
+
+def assert_links_resolve(state: dict, html: Path) -> None:
+    """Every link: an anchor on the page, a file that exists (relative to the report), or an arXiv page."""
+    ids = set(state["ids"])
+    for href in state["links"]:
+        if href.startswith("#"):
+            assert href[1:] in ids, f"link to a missing anchor {href}"
+        elif href.startswith(("http://", "https://")):
+            assert href.startswith("https://arxiv.org/abs/"), f"unexpected external link {href}"
+        else:
+            assert (html.parent / unquote(href)).exists(), f"link to a missing file {href}"
 
 
 @pytest.mark.browser
@@ -272,3 +301,39 @@ def test_report_in_headless_chromium(smoke_run):
     assert_tables_fit(state)
     shot = (ARTIFACTS / "report.png").read_bytes()
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+
+
+BUNDLE_REPORT = REPO_ROOT / "paper" / "measured" / "report" / "index.html"
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not BUNDLE_REPORT.is_file(), reason="nothing published yet")
+@pytest.mark.parametrize("width", [1280, 390])
+def test_published_report_reads_at_desktop_and_phone_width(width):
+    """The bundle's report at 1280 px and at phone width: no sideways scroll, the plain answer above the
+    contents, an effect-size column in the verdict table, every image decodes and every link resolves."""
+    state = open_in_chromium(BUNDLE_REPORT, ARTIFACTS / f"published_report_{width}.png", width=width)
+    assert state["viewportWidth"] == width
+    assert_no_sideways_scroll(state)
+    assert 0 < state["glanceTop"] < state["tocTop"], "the answer in brief is not above the table of contents"
+    assert "size" in state["firstTableHead"] and "paper" in state["firstTableHead"], state["firstTableHead"]
+    broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
+    assert state["images"] and not broken, broken
+    assert state["links"], "no link in the report"
+    assert_links_resolve(state, BUNDLE_REPORT)
+    assert state["console_errors"] == [] and state["external"] == []
+
+
+@pytest.mark.browser
+def test_phone_width_check_can_fail(tmp_path):
+    """A table outside a wrapper wider than the phone makes the page scroll sideways: caught; a link to a
+    missing file: caught."""
+    page = tmp_path / "wide.html"
+    cells = "".join(f"<td style='white-space:nowrap'>{1000000 + i:,}</td>" for i in range(30))
+    page.write_text(f"<!DOCTYPE html><html><head><meta name='viewport' content='width=device-width'></head><body>"
+                    f"<a href='missing.csv'>x</a><table><tr>{cells}</tr></table></body></html>")
+    state = open_in_chromium(page, None, width=390)
+    with pytest.raises(AssertionError, match="scrolls sideways"):
+        assert_no_sideways_scroll(state)
+    with pytest.raises(AssertionError, match="missing file"):
+        assert_links_resolve(state, page)

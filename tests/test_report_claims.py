@@ -242,3 +242,27 @@ def test_scale_model_share_claim_flips():
     m["rel_gain"] = m["rel_gain"].values[::-1]
     assert status("scale_model_share", Results(scale_model=m)) == C.FAILS
     assert status("scale_model_share", Results(scale_model=m[m["hidden"] == 200])) == NOT_RUN
+
+
+def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
+    """The lead's format (metric column, rapid_in_beta) and the older one (neither) both read; the row
+    names the reading and metric, and counts the readings with the paper's shape from their own columns."""
+    from replicate.report.claims import CLAIMS
+
+    points = [(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)]
+    fig = pd.DataFrame([dict(panel="a", tau=10, beta=b, distance=d, distance_mean=d, n_seeds=2, distance_std=0.01,
+                             reading="zero_w_sgd_long", metric="relative residual ||W - P_L W||_F / ||W||_F",
+                             paper_distance_approx=0.06 if b == 1.0 else None, protocol="reduced")
+                        for b, d in points])
+    readings = pd.DataFrame([{"reading": name, **{f"beta{b:g}": d + shift for b, d in points},
+                              "tau2_beta1": 0.2 + shift, "tau10_beta1": 0.06 + shift + lower,
+                              "rapid_in_beta": True, "protocol": "reduced"}
+                             for name, shift, lower in (("zero_w_sgd_long", 0.0, 0.0), ("flat", 0.5, 0.2))])
+    res = Results(inan_figure1=fig, raw={"inan_subspace_readings": readings})
+    v = next(c.evaluate(res) for c in CLAIMS if c.id == "inan_subspace")
+    assert v.status == C.HOLDS and "reading zero_w_sgd_long" in v.effects[0].what
+    assert "relative residual" in v.effects[0].what and v.effects[0].paper == 0.06
+    assert v.size.startswith("same direction") and "1 of 2 readings have the paper's shape" in v.size
+    old = Results(inan_figure1=fig.drop(columns=["metric", "reading"]))
+    v = next(c.evaluate(old) for c in CLAIMS if c.id == "inan_subspace")
+    assert "names no metric" in v.effects[0].what and "principal-angle" in v.effects[0].what and "readings" not in v.size

@@ -68,6 +68,81 @@ def test_bad_config_stops_with_cause(workflow_dir):
     assert "download_timeout" in proc.stderr + proc.stdout or "-1" in proc.stderr + proc.stdout
 
 
+PW = "results/press_wolf/{}/seed1/metrics.json"
+# (id, target, config overlay or None, words the error must contain). Every value comes from a target's path
+# or a config overlay and must be refused while the DAG is built: a named error, nothing under results/.
+PLAN_REFUSALS = [
+    ("pw-negative-size", PW.format("small@hidden_size=-5"), None,
+     ["SettingError", "hidden_size=-5", "an integer from 1 to 16384"]),
+    ("pw-unknown-key", PW.format("small@lamda=1"), None, ["SettingError", "unknown key 'lamda'", "'pr_lambda'"]),
+    ("pw-negative-dropout", PW.format("small@dropout_rate=-0.1"), None, ["dropout_rate=-0.1", "a number in [0, 1)"]),
+    ("pw-non-numeric", PW.format("small@lr=fast"), None, ["lr='fast'", "a number > 0"]),
+    ("pw-seed-override", PW.format("small@seed=3"), None, ["seed is not a cell override"]),
+    ("pw-out-of-memory", PW.format("small@hidden_size=16000"), None,
+     ["estimated memory", "over max_job_memory_gib = 64 GiB"]),
+    ("pw-limit-from-config", PW.format("small"), "max_job_memory_gib: 1\n",
+     ["Press & Wolf run small/seed1", "over max_job_memory_gib = 1 GiB"]),
+    ("pw-ablation-in-config", "all", "press_wolf:\n  ablations: ['small@dropout_rate=1.5']\n",
+     ["dropout_rate=1.5", "a number in [0, 1)"]),
+    ("inan-zero-tau", "results/inan/ablation/ptb/small_real_tau0_gamma0.5/metrics.json", None,
+     ["Inan ablation run", "tau=0", "a number > 0"]),
+    ("inan-beta-above-one", "results/inan/subspace/zero_w_sgd/tau10_beta1.5.json", None,
+     ["beta=1.5", "a number from 0 to 1"]),
+    ("inan-unknown-reading", "results/inan/subspace/zero_w_sdg/tau10_beta0.5.json", None,
+     ["unknown reading 'zero_w_sdg'", "'zero_w_sgd'"]),
+    ("scale-fraction-above-100", "results/scale/runs/ptb/p150_h200_tied/seed1/summary.json", None,
+     ["scale run ptb/p150_h200_tied/seed1", "pct=150", "an integer from 1 to 100"]),
+    ("scale-unknown-std", "results/scale/transformer/tied_stdbig/seed1/summary.json", None,
+     ["std='big'", "inv_sqrt_d"]),
+    ("sweep-width-in-path", "results/initial_loss/runs/d1000000.csv", None,
+     ["sweep point d=1000000", "width=1000000", "an integer from 2 to 65536"]),
+    ("sweep-width-huge", "all", "initial_loss:\n  widths: [100000000]\n",
+     ["SettingError", "initial_loss.widths.0=100000000", "an integer from 2 to 65536"]),
+    ("config-misspelt-key", "all", "press_wolf:\n  overrides: {epoch: 3}\n",
+     ["unknown key 'press_wolf.overrides.epoch' (did you mean 'epochs'?)"]),
+    ("sweep-out-of-memory", "all", "initial_loss:\n  widths: [64, 32768]\n",
+     ["sweep point d=32768", "estimated memory", "over max_job_memory_gib = 64 GiB"]),
+    ("sweep-odd-heads", "results/initial_loss/runs/d130.csv", None, ["width 130 does not split into 2 heads"]),
+]
+
+
+@pytest.mark.parametrize("case_id,target,overlay,words", PLAN_REFUSALS, ids=[c[0] for c in PLAN_REFUSALS])
+def test_bad_value_refused_at_plan_time(workflow_dir, case_id, target, overlay, words):
+    args = ["-n", target]
+    if overlay is not None:
+        (workflow_dir / "overlay.yaml").write_text(overlay)
+        args += ["--configfile", "config/config.yaml", "overlay.yaml"]
+    proc = run_snakemake(args, cwd=workflow_dir, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, f"{case_id}: not refused:\n{out[-3000:]}"
+    for word in words:
+        assert word in out, f"{case_id}: {word!r} not in the error:\n{out[-3000:]}"
+    assert "Job stats" not in out, f"{case_id}: a plan was made before the refusal"
+    assert not (workflow_dir / "results").exists(), f"{case_id}: a refused plan wrote results/"
+
+
+def test_bad_override_starts_no_job(workflow_dir):
+    """The issue's command, for real (no -n): refused before the data stage or any job starts."""
+    proc = run_snakemake(["--cores", "1", PW.format("small@hidden_size=-5")], cwd=workflow_dir, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "hidden_size=-5" in out and "from 1 to 16384" in out
+    assert "rule fetch_data" not in out and not (workflow_dir / "results").exists()
+
+
+def test_valid_values_in_paths_are_planned(workflow_dir):
+    """The checks refuse only what is wrong: in-range values from paths plan as before."""
+    targets = [PW.format("small_wt_pr@pr_lambda=0.05@max_batches=null"),
+               "results/inan/ablation/ptb/small_real_tau2.5_gamma0/metrics.json",
+               "results/inan/subspace/zero_w_sgd/tau10_beta0.25.json",
+               "results/scale/runs/ptb/p25_h400_tied/seed3/summary.json",
+               "results/scale/transformer/tied_stdinv_sqrt_d/seed1/summary.json",
+               "results/initial_loss/runs/d96.csv"]
+    out = run_snakemake(["-n", *targets], cwd=workflow_dir).stdout
+    for rule in ("press_wolf_train", "inan_ablation_train", "inan_subspace_point", "scale_train",
+                 "scale_transformer", "initial_loss_sweep"):
+        assert rule in out
+
+
 def test_missing_local_data_names_fix(workflow_dir, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -1,5 +1,5 @@
-"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1|readings-table> ...``: what the
-rules call."""
+"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1|readings-table|soft-target> ...``:
+what the rules call, and ``soft-target``, a diagnostic of trained runs."""
 
 from __future__ import annotations
 
@@ -108,6 +108,42 @@ def _readings(args) -> int:
     return 0
 
 
+def _soft_target(args) -> int:
+    """Soft-target statistics of trained Table 1 / ablation runs (their checkpoint.pt), one row per run and tau."""
+    import pandas as pd
+    import torch
+
+    from replicate import io as rio
+    from replicate import provenance
+    from replicate.data import load_corpus
+    from replicate.errors import ReplicateError
+    from replicate.inan.soft_target import summarise
+
+    started = provenance.now()
+    targets = getattr(load_corpus(args.corpus), args.split)[1:]
+    rows = []
+    for run in map(Path, args.runs):
+        ckpt, metrics_path = run / "checkpoint.pt", run / "metrics.json"
+        if not ckpt.is_file():
+            raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")
+        metrics = rio.read_json(metrics_path) if metrics_path.is_file() else {}
+        info = metrics.get("inan", {})
+        taus = args.tau or ([info["tau"]] if info.get("tau") else None)
+        if not taus:
+            raise ReplicateError(f"{run}: the run has no AL temperature", "pass --tau")
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        embedding = state["model"]["embedding.weight"]
+        base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),
+                "trained_tau": info.get("tau"), "epochs_done": state.get("epoch"),
+                "valid_ppl": metrics.get("valid_ppl")}
+        for tau in taus:
+            rows.append({**base, "split": args.split, **summarise(embedding, float(tau), targets, args.top_k)})
+    df = pd.DataFrame(rows)
+    write_csv_with_provenance(args.out, df, {"runs": args.runs, "split": args.split, "top_k": args.top_k}, started)
+    print(df.to_string(index=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate inan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("points", nargs="+", help="point JSONs of every reading")
     p.set_defaults(func=_readings)
+
+    p = sub.add_parser("soft-target", help="how informative the AL soft target y~ of trained runs is")
+    p.add_argument("--corpus", required=True, help="prepared corpus.pt (its split gives the target tokens)")
+    p.add_argument("--split", choices=("train", "valid", "test"), default="valid")
+    p.add_argument("--tau", type=float, nargs="+", default=None,
+                   help="temperature(s) of y~ (default: the run's own tau)")
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--out", required=True, help="CSV (with a .provenance.json beside it)")
+    p.add_argument("runs", nargs="+", help="run folders with checkpoint.pt and metrics.json")
+    p.set_defaults(func=_soft_target)
 
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     return args.func(args)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from replicate.errors import ReplicateError
 from replicate.lstm.config import OVERRIDABLE
+from replicate.validate import SettingError, nearest, parse_text
 
 # Named cells: rows of Press & Wolf Table 6 (small, no dropout; TF scripts: one zero bias per gate) and
 # Table 5 (large; Zaremba's Torch and the Lua BD scripts: two uniform biases per gate), plus medium.
@@ -26,22 +26,32 @@ CELLS: dict[str, dict[str, Any]] = {
 }
 
 
+CELL_KEYS = [k for k in OVERRIDABLE if k != "seed"]  # = the keys of workflow/schemas/lstm.schema.yaml
+
+
 def parse_cell(cell: str) -> tuple[str, dict[str, Any]]:
     """Split a cell name ``base`` or ``base@key=value@key=value`` into (base, overrides).
 
     The ``@`` form is the one-command ablation: e.g. ``small_wt_pr@pr_lambda=0.05`` is the
     small+WT+PR row with lambda 0.05, written to its own result folder. Values are parsed as
-    int, float, bool or string."""
+    true/false, null, int, float or string (``replicate.validate.parse_text``); their types and
+    bounds are checked by the workflow against workflow/schemas/lstm.schema.yaml. ``seed`` is
+    not a cell override: the run's ``seed<N>`` folder sets it."""
     base, *items = cell.split("@")
     if base not in CELLS:
-        raise ReplicateError(f"unknown Press & Wolf cell {base!r}", f"use one of {sorted(CELLS)}")
+        raise SettingError(f"unknown Press & Wolf cell {base!r}{nearest(base, CELLS)}", f"use one of {sorted(CELLS)}")
     overrides = {}
     for item in items:
         key, sep, raw = item.partition("=")
-        if not sep or key not in OVERRIDABLE:
-            raise ReplicateError(f"bad cell override {item!r} in {cell!r}",
-                                 f"write key=value with a key in {OVERRIDABLE}")
-        overrides[key] = _parse_value(raw)
+        if not sep:
+            raise SettingError(f"cell {cell!r}: override {item!r} is not key=value", "write e.g. @pr_lambda=0.05")
+        if key == "seed":
+            raise SettingError(f"cell {cell!r}: seed is not a cell override",
+                               "ask for the seed's folder (.../<cell>/seed<N>/...) or list it under press_wolf.seeds")
+        if key not in CELL_KEYS:
+            raise SettingError(f"cell {cell!r}: unknown key {key!r}{nearest(key, CELL_KEYS)}",
+                               f"use one of {', '.join(CELL_KEYS)}")
+        overrides[key] = parse_text(raw)
     return base, overrides
 
 
@@ -52,15 +62,3 @@ def cell_settings(cell: str, common: dict[str, Any] | None = None, seed: int | N
     if seed is not None:
         settings["seed"] = int(seed)
     return settings
-
-
-def _parse_value(raw: str) -> Any:
-    low = raw.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(raw)
-        except ValueError:
-            pass
-    return raw

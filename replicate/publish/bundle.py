@@ -123,6 +123,43 @@ def build_report(root: Path) -> None:
         report_cli.main(args)
 
 
+REBUILT = ("report/", "figures/")  # what a rebuild may change: drawn from the bundle's own files
+
+
+def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
+    """Rebuild the bundle's report (and with ``redraw`` its figures) from the bundle itself, no rerun and no
+    results folder; re-hash what changed in MANIFEST.json and record the rebuild under ``rebuilt``.
+    Returns the files whose hash changed."""
+    from replicate.report.redraw import redraw as redraw_figures
+
+    bundle = Path(bundle)
+    manifest = _read_manifest(bundle)
+    if not manifest.get("files"):
+        raise ReplicateError(f"{bundle} has no MANIFEST.json with files", "publish a run first")
+    for rel in files_under(bundle):  # the inputs must be what was published
+        entry = manifest["files"].get(rel)
+        if rel != MANIFEST and not rel.startswith(REBUILT) and (entry is None or entry["sha256"] != sha256(bundle / rel)):
+            raise ReplicateError(f"{bundle / rel} differs from MANIFEST.json and is not rebuilt from the bundle",
+                                 "publish it with python -m replicate publish, or restore it from git")
+    if redraw:
+        redraw_figures(bundle)
+    with contextlib.chdir(bundle.parent if bundle.is_absolute() else Path.cwd()):
+        build_report(Path(bundle.name) if bundle.is_absolute() else bundle)
+    changed = []
+    for rel in files_under(bundle):
+        entry = manifest["files"].get(rel)
+        if rel == MANIFEST or (entry is not None and entry["sha256"] == sha256(bundle / rel)):
+            continue
+        manifest["files"][rel] = {"sha256": sha256(bundle / rel), "bytes": (bundle / rel).stat().st_size,
+                                  "experiment": owner(rel)}
+        changed.append(rel)
+    git = provenance.git_state()
+    manifest["rebuilt"] = {"at": provenance.now(), "commit": git["commit"], "dirty": git["dirty"],
+                           "redrawn": redraw, "files": changed}
+    rio.write_json(bundle / MANIFEST, manifest)
+    return changed
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

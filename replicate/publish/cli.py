@@ -39,7 +39,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-readme", action="store_true", help="leave the README alone")
     parser.add_argument("--max-mb", type=float, default=20.0, help="size limit of the bundle (default: 20 MB)")
     parser.add_argument("--dry-run", action="store_true", help="say what would be published; write nothing")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="publish nothing: rebuild the bundle's report from the bundle itself, re-hash it in "
+                             "MANIFEST.json and rewrite the README block (no rerun, no results folder read)")
+    parser.add_argument("--redraw", action="store_true", help="with --rebuild: redraw the bundle's figures from its "
+                                                              "own tables first")
     args = parser.parse_args(argv)
+
+    if args.rebuild:
+        changed = bundle_mod.rebuild(args.bundle, redraw=args.redraw)
+        print(f"rebuilt {args.bundle} from itself: {len(changed)} files re-hashed in MANIFEST.json")
+        if not args.no_readme:
+            readme_mod.update(args.readme, args.bundle)
+            print(f"{args.readme}: measured-results block rewritten")
+        return 0
 
     if not args.no_readme:
         readme_mod.check(args.readme)

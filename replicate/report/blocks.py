@@ -15,6 +15,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from replicate.report import labels
 from replicate.report.format import NOT_RUN, fmt_number, fmt_percent, missing_label
 
 
@@ -58,8 +59,9 @@ def _missing(value) -> bool:
     return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
 
 
-def cell(value, col: str, digits: int = 2, percent: bool = False) -> tuple[str, str]:
-    """(Markdown text, kind: number | text | missing) of one value of column ``col``."""
+def cell(value, col: str, digits: int = 2, percent: bool = False, share: bool = False) -> tuple[str, str]:
+    """(Markdown text, kind: number | text | missing) of one value of column ``col``: ``percent`` a signed
+    relative difference, ``share`` a plain percentage; a coded text value by its readable label."""
     if _missing(value):
         label = missing_label(col)
         return (f"*{label}*" if label == NOT_RUN else label), "missing"
@@ -68,8 +70,10 @@ def cell(value, col: str, digits: int = 2, percent: bool = False) -> tuple[str, 
     if pd.api.types.is_integer(value):
         return fmt_number(int(value)), "number"
     if pd.api.types.is_float(value):
-        return (fmt_percent(float(value)) if percent else fmt_number(float(value), digits)), "number"
-    return escape(value), "text"
+        if percent or share:
+            return fmt_percent(float(value), signed=percent), "number"
+        return fmt_number(float(value), digits), "number"
+    return escape(labels.value(str(value))), "text"
 
 
 def common_columns(frame: pd.DataFrame, columns: Sequence[str], keep: Sequence[str] = (),
@@ -87,24 +91,39 @@ def common_columns(frame: pd.DataFrame, columns: Sequence[str], keep: Sequence[s
 
 
 def humanise(col: str) -> str:
-    """A column name as a header: words, not underscores (so that headers wrap)."""
-    return col.replace("_", " ")
+    """A column name as a header: its readable label (labels.py), words not underscores (headers wrap)."""
+    return labels.column(col)
+
+
+SECTION_LEVEL = ("protocol",)  # stated once per section (sections._protocols), not in a column
 
 
 def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = None, *, keep: Sequence[str] = (),
           partial: Sequence[str] = (), digits: dict[str, int] | None = None, percent: Sequence[str] = (),
-          caption: str = "", source: Link | None = None) -> str:
+          share: Sequence[str] = (), markdown: Sequence[str] = (), caption: str = "",
+          source: Link | None = None, drop: Sequence[str] = SECTION_LEVEL) -> str:
     """A Markdown table of ``frame``. ``columns`` maps frame columns to headers, in order (columns the
     frame lacks are skipped; a list or None: those or all columns, headers by ``humanise``). Values
     common to all rows (``common_columns``; never those in ``keep``) are stated once above it;
-    ``percent`` columns hold fractions shown as %; ``source``, the full result file, is linked under it."""
+    ``percent`` columns hold fractions shown as signed %, ``share`` columns as plain %; ``markdown``
+    columns hold text already formatted (e.g. bold = flagged); ``drop`` columns are never shown (the
+    protocol: each section states its own once); ``source``, the full result file, is linked under it."""
     if not isinstance(columns, dict):
         columns = {c: humanise(c) for c in (frame.columns if columns is None else columns)}
-    columns = {k: v for k, v in columns.items() if k in frame.columns}
-    digits = digits or {}
+    columns = {k: v for k, v in columns.items()
+               if k in frame.columns and k not in drop and not frame[k].isna().all()}  # an empty column says nothing
+    digits = dict(digits or {})
+    for col in columns:  # a column of whole numbers reads as such: tau 5, not 5.00
+        if col in labels.SETTINGS and col not in digits:
+            digits[col] = -1
+        values = pd.to_numeric(frame[col], errors="coerce").dropna() if frame[col].dtype != bool else []
+        if col not in digits and len(values) and frame[col].dtype.kind == "f" and (values == values.round()).all():
+            digits[col] = 0
 
     def fmt(value, col):
-        return cell(value, col, digits.get(col, 2), col in percent)
+        if col in markdown and isinstance(value, str):
+            return value, "number"
+        return cell(value, col, digits.get(col, 2), col in percent, col in share)
 
     def stated(col):
         values = frame[col].dropna()
@@ -131,9 +150,13 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = 
 
 # ------------------------------------------------------------------------------------ other blocks
 def figure(png: Path, caption: str, md_dir: Path) -> str:
-    """The PNG linked relative to report.md (the HTML embeds it), with its caption below."""
+    """The PNG shown relative to report.md (the HTML embeds it), linked to its full-size file (the SVG
+    beside it, else the PNG), with its caption below."""
     href = Path(os.path.relpath(png, md_dir)).as_posix()
-    return f"![{escape(png.stem.replace('_', ' '))}]({_destination(href)})\n\n*{escape(caption)}*"
+    svg = png.with_suffix(".svg")
+    full = Path(os.path.relpath(svg, md_dir)).as_posix() if svg.is_file() else href
+    return (f"[![{escape(png.stem.replace('_', ' '))}]({_destination(href)})]({_destination(full)})\n\n"
+            f"*{escape(caption)} (Click the figure for the full-size file.)*")
 
 
 def notice(text: str) -> str:
@@ -149,6 +172,12 @@ def details(summary: str, body: str) -> str:
     """A collapsed block of preformatted text (e.g. a run's JSON config)."""
     fence = "~~~~" if "```" in body else "```"
     return f"<details><summary>{html.escape(summary)}</summary>\n\n{fence}\n{body}\n{fence}\n\n</details>"
+
+
+def details_md(summary: str, body: str, open_: bool = False) -> str:
+    """A collapsed block whose body is Markdown (tables, lists), with ``summary`` always visible."""
+    return (f"<details{' open' if open_ else ''}><summary>{html.escape(summary)}</summary>\n\n{body}\n\n"
+            "</details>")
 
 
 def join(blocks: Sequence[str]) -> str:

@@ -5,8 +5,9 @@ directives the builder fills in:
 
 - a line ``{{name}}`` alone inserts a generated block: ``summary`` (the claims table), ``press_wolf``,
   ``inan``, ``initial_loss``, ``scale``, ``other_figures``, ``compute``, ``provenance``;
-- inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold), ``{{protocol}}`` the
-  protocol label(s) of the results shown.
+- inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold).
+
+The plain answer per paper (``summary.glance``) and the table of contents go right after the title.
 
 The filled template is report.md; index.html is that Markdown rendered (``replicate.report.render``).
 Every generated number is read from a result file; a missing result is shown as
@@ -25,6 +26,7 @@ from replicate.report import claims as claims_mod
 from replicate.report.render import headings, to_html
 from replicate.report.sections import BUILDERS, Context
 from replicate.report.sources import load
+from replicate.report.summary import glance
 
 
 # ------------------------------------------------------------------------------------ template
@@ -36,8 +38,6 @@ def fill_template(text: str, ctx: Context) -> str:
     """The template with its comments removed and every directive replaced (Markdown)."""
     text = re.sub(r"<!--.*?-->\n?", "", text, flags=re.S)
     verdicts = {c.id: v for c, v in ctx.verdicts}
-    protocol = ", ".join(dict.fromkeys(v.protocol for _, v in ctx.verdicts if v.protocol)) or \
-        "none (no experiment results in this folder)"
 
     def sub(m):
         name, arg = m.group(1), m.group(2)
@@ -46,10 +46,8 @@ def fill_template(text: str, ctx: Context) -> str:
                 raise ReplicateError(f"report template names an unknown claim {arg!r}",
                                      f"use one of {sorted(verdicts)}")
             return f"**{verdicts[arg].status}**"
-        if name == "protocol":
-            return B.escape(protocol)
         raise ReplicateError(f"unknown inline directive {{{{{name}}}}} in the report template",
-                             "use {{verdict:<claim id>}} or {{protocol}}")
+                             "use {{verdict:<claim id>}}")
 
     out = []
     for line in text.splitlines():
@@ -61,12 +59,12 @@ def fill_template(text: str, ctx: Context) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
 
 
-def _front_matter(markdown: str, stamp: str) -> str:
-    """The build stamp and a table of contents (the level-2 headings) right after the title."""
+def _front_matter(markdown: str, stamp: str, answer: str) -> str:
+    """The build stamp, the plain answer and a table of contents (the level-2 headings) after the title."""
     toc = B.bullets([f"[{B.escape(text)}](#{anchor})" for text, anchor in headings(markdown)])
     lines = markdown.split("\n")
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
-    return "\n".join(lines[:at] + ["", stamp, "", "**Contents**", "", toc, ""] + lines[at:])
+    return "\n".join(lines[:at] + ["", stamp, "", answer, "", "**Contents**", "", toc, ""] + lines[at:])
 
 
 # -------------------------------------------------------------------------------------- build
@@ -85,11 +83,11 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     res = load(results_dir)
     verdicts = claims_mod.evaluate_all(res, tolerances)
     ctx = Context(res, verdicts, figures_dir, Path(captions_dir) if captions_dir else None, Path(out_md),
-                  sections=sections, full_protocol=full_protocol)
+                  sections=sections, full_protocol=full_protocol, tolerances=tolerances)
     git = prov.git_state()
     stamp = (f"Built {prov.now()} from commit {(git.get('commit') or 'unknown')[:10]}"
              f"{' (with uncommitted changes)' if git.get('dirty') else ''}; results folder `{results_dir}`.")
-    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp)
+    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx))
     doc_title = title or next((text for text, _ in headings(markdown, level=1)), "Report")
     rio.write_text(out_md, markdown)
     rio.write_text(out_html, to_html(markdown, Path(out_md).parent, doc_title))

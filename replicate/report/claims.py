@@ -3,15 +3,19 @@
 Every check reads the canonical frames of ``replicate.report.sources.Results`` (one attribute per
 result table, ``None`` when the pipeline did not produce it in this protocol) and returns a
 ``Verdict``: ``holds`` / ``does not hold`` from the numbers, or ``not run in this protocol`` when a
-table or a row it needs is missing. Nothing here knows a number from the papers: the paper's
-values are shown beside ours in the sections, never used to decide a verdict.
+table or a row it needs is missing. That direction verdict reads our numbers only. Beside it each
+verdict carries its ``effects`` (``replicate.report.effects``): the size of the effect in the paper
+(read from the paper columns the experiments' tables carry, taken from paper/reference) and in our
+runs, with the seeds behind ours and a seed-noise allowance (``replicate.report.noise``); the size
+verdict follows from them by the fixed rule in effects.py.
 
 Canonical frames (see sources.py for how the owners' CSVs are mapped onto them):
 - ``pw_table6`` / ``pw_table5``: ``model`` = the run's cell id (small, small_wt, small_pr, small_wt_pr /
   large, large_wt, large_bd_wd, large_bd_wt), ``train_ppl`` (as the reference code reports it: running,
-  with dropout), ``valid_ppl``, ``test_ppl``, ``protocol``;
+  with dropout), ``valid_ppl``, ``test_ppl``, ``paper_{train,valid,test}_ppl``, ``protocol``, optional
+  ``n_seeds``;
 - ``inan_table1``: ``dataset``, ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ppl``,
-  ``test_ppl``, ``protocol``;
+  ``test_ppl``, ``protocol``, optional ``paper_valid_ppl``, ``paper_test_ppl``, ``n_seeds``;
 - ``inan_figure1``: ``panel`` (a: tau fixed, beta swept; b: beta = 1, tau swept), ``tau``, ``beta``,
   ``distance`` (one row per seed or per mean), ``protocol``;
 - ``initial_loss``: one row per configuration (mean over seeds): ``token_dist``, ``branches``
@@ -36,6 +40,9 @@ import numpy as np
 import pandas as pd
 
 from replicate.inan.shape import beta_shape, tau_effect
+from replicate.report import effects as E
+from replicate.report import labels
+from replicate.report import noise
 from replicate.report.format import NOT_RUN
 
 HOLDS = "holds"
@@ -60,9 +67,19 @@ class Verdict:
     status: str
     evidence: str
     protocol: str = ""
+    effects: list = field(default_factory=list)   # effects.Effect, paper's beside ours
+    scope: str = ""                               # what part of the claim's scope was run, when not all
 
     def __post_init__(self):
         assert self.status in STATUSES, self.status
+
+    @property
+    def size(self) -> str:
+        """The size verdict: the worst of the effects' (effects.size_verdict); '—' without effects."""
+        if not self.effects or self.status == NOT_RUN:
+            return "—"
+        out = E.worst([E.size_verdict(e) for e in self.effects])
+        return f"{out}; {self.scope}" if self.scope else out
 
 
 @dataclass
@@ -112,6 +129,59 @@ def _f(x: float) -> str:
     return f"{x:.2f}"
 
 
+# ------------------------------------------------------------------------------------ effects
+# Seed noise of a claim's rows: the repeats at its own protocol (noise.Pool keys), then any named as borrowed.
+PW_NOISE = ["press_wolf"]
+# Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press
+# & Wolf's cells at their own settings (converged small PTB LSTMs on the same engine), and say so.
+INAN_NOISE = ["inan_table1", "press_wolf"]
+INAN_SIZES = ("small", "medium", "large")
+
+
+def _row(frame: pd.DataFrame | None, key: str, name: str) -> pd.Series | None:
+    if frame is None or key not in frame.columns:
+        return None
+    part = frame[frame[key] == name]
+    return None if part.empty else part.iloc[0]
+
+
+def _num(row: pd.Series | None, col: str) -> float | None:
+    v = None if row is None else row.get(col)
+    return float(v) if v is not None and pd.notna(v) else None
+
+
+def _n(row: pd.Series | None) -> int:
+    v = _num(row, "n_seeds")
+    return int(v) if v else 1
+
+
+def _diff(r, frame, before: str, after: str, what: str, keys: list[str], metric: str = "valid_ppl",
+          sign: int = 1, key: str = "model") -> E.Effect | None:
+    """before − after (× sign) in ``metric``, ours and the paper's, with the seed-noise allowance."""
+    a, b = _row(frame, key, before), _row(frame, key, after)
+    if _num(a, metric) is None or _num(b, metric) is None:
+        return None
+    ours = sign * (_num(a, metric) - _num(b, metric))
+    pa, pb = _num(a, f"paper_{metric}"), _num(b, f"paper_{metric}")
+    paper = sign * (pa - pb) if pa is not None and pb is not None else None
+    level = (_num(a, metric) + _num(b, metric)) / 2
+    al = noise.allowance(r.pools, keys, level, _n(a), _n(b), metric)
+    return E.Effect(what, paper, ours, "ppl", (_n(a), _n(b)), al.value, al.note)
+
+
+def _with(v: Verdict, *effects, scope: str = "") -> Verdict:
+    v.effects = [e for e in effects if e is not None]
+    v.scope = scope
+    return v
+
+
+def _scope(run: list[str], claimed: tuple[str, ...], what: str) -> str:
+    """'ran small only of small, medium, large' when the claim covers more than was run."""
+    if set(claimed) <= set(run):
+        return ""
+    return f"ran {', '.join(run) or 'none'} only of the claimed {what} {', '.join(claimed)}"
+
+
 # ------------------------------------------------------------------------------- Press & Wolf
 def pw_small_tying_lowers_eval(r) -> Verdict:
     rows = _rows(r.pw_table6, "model", ["small", "small_wt"], ["valid_ppl", "test_ppl"])
@@ -119,11 +189,12 @@ def pw_small_tying_lowers_eval(r) -> Verdict:
         return not_run("Table 6 rows small and small+WT not both present")
     a, b = rows["small"], rows["small_wt"]
     ok = b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
-    return _verdict(ok, f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
-                        f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])} (small → small+WT)", r.pw_table6)
+    return _with(_verdict(ok, f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
+                              f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])} (small → small+WT)", r.pw_table6),
+                 _diff(r, r.pw_table6, "small", "small_wt", "valid ppl, small − small+WT", PW_NOISE))
 
 
-def _pairs_lower_eval(table, pairs, missing: str) -> Verdict:
+def _pairs_lower_eval(r, table, pairs, missing: str) -> Verdict:
     """Holds when, for every (before, after) pair of rows present, after has lower valid and test ppl."""
     found = [(u, t, _rows(table, "model", [u, t], ["valid_ppl", "test_ppl"])) for u, t in pairs]
     found = [(u, t, rows) for u, t, rows in found if rows is not None]
@@ -135,11 +206,12 @@ def _pairs_lower_eval(table, pairs, missing: str) -> Verdict:
         ok &= b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
         parts.append(f"{u} → {t}: valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
                      f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])}")
-    return _verdict(ok, "; ".join(parts), table)
+    return _with(_verdict(ok, "; ".join(parts), table),
+                 *[_diff(r, table, u, t, f"valid ppl, {u} − {t}", PW_NOISE) for u, t, _ in found])
 
 
 def pw_large_tying_lowers_eval(r) -> Verdict:
-    return _pairs_lower_eval(r.pw_table5, [("large", "large_wt"), ("large_bd_wd", "large_bd_wt")],
+    return _pairs_lower_eval(r, r.pw_table5, [("large", "large_wt"), ("large_bd_wd", "large_bd_wt")],
                              "no untied/tied pair of Table 5 (large) rows present")
 
 
@@ -149,8 +221,10 @@ def pw_large_regulariser_signature(r) -> Verdict:
         return not_run("Table 5 rows large and large+WT not both present")
     a, b = rows["large"], rows["large_wt"]
     ok = b["train_ppl"] > a["train_ppl"] and b["valid_ppl"] < a["valid_ppl"]
-    return _verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])}, "
-                        f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])} (large → large+WT)", r.pw_table5)
+    return _with(_verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])}, "
+                              f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])} (large → large+WT)", r.pw_table5),
+                 _diff(r, r.pw_table5, "large", "large_wt", "train ppl, large+WT − large", PW_NOISE, "train_ppl", -1),
+                 _diff(r, r.pw_table5, "large", "large_wt", "valid ppl, large − large+WT", PW_NOISE))
 
 
 def pw_small_wt_lowers_train(r) -> Verdict:
@@ -158,7 +232,8 @@ def pw_small_wt_lowers_train(r) -> Verdict:
     if rows is None:
         return not_run("Table 6 rows small and small+WT not both present")
     a, b = rows["small"]["train_ppl"], rows["small_wt"]["train_ppl"]
-    return _verdict(b < a, f"train {_f(a)} → {_f(b)} (small → small+WT, no dropout)", r.pw_table6)
+    return _with(_verdict(b < a, f"train {_f(a)} → {_f(b)} (small → small+WT, no dropout)", r.pw_table6),
+                 _diff(r, r.pw_table6, "small", "small_wt", "train ppl, small − small+WT", PW_NOISE, "train_ppl"))
 
 
 def pw_small_pr_raises_train(r) -> Verdict:
@@ -167,11 +242,12 @@ def pw_small_pr_raises_train(r) -> Verdict:
         return not_run("Table 6 rows small and small+PR not both present")
     a, b = rows["small"], rows["small_pr"]
     ok = b["train_ppl"] > a["train_ppl"]
-    return _verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])} (small → small+PR)", r.pw_table6)
+    return _with(_verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])} (small → small+PR)", r.pw_table6),
+                 _diff(r, r.pw_table6, "small", "small_pr", "train ppl, small+PR − small", PW_NOISE, "train_ppl", -1))
 
 
 def pw_pr_helps_without_dropout(r) -> Verdict:
-    return _pairs_lower_eval(r.pw_table6, [("small", "small_pr"), ("small_wt", "small_wt_pr")],
+    return _pairs_lower_eval(r, r.pw_table6, [("small", "small_pr"), ("small_wt", "small_wt_pr")],
                              "no pair of Table 6 rows with and without PR present")
 
 
@@ -183,8 +259,11 @@ def pw_wt_pr_best_small(r) -> Verdict:
     best_v = min(names, key=lambda n: rows[n]["valid_ppl"])
     best_t = min(names, key=lambda n: rows[n]["test_ppl"])
     ok = best_v == best_t == "small_wt_pr"
-    return _verdict(ok, f"lowest valid: {best_v} ({_f(rows[best_v]['valid_ppl'])}); "
-                        f"lowest test: {best_t} ({_f(rows[best_t]['test_ppl'])})", r.pw_table6)
+    runner_up = min(names[:3], key=lambda n: rows[n]["valid_ppl"])
+    return _with(_verdict(ok, f"lowest valid: {best_v} ({_f(rows[best_v]['valid_ppl'])}); "
+                              f"lowest test: {best_t} ({_f(rows[best_t]['test_ppl'])})", r.pw_table6),
+                 _diff(r, r.pw_table6, runner_up, "small_wt_pr", f"valid ppl, {runner_up} (best other) − small_wt_pr",
+                       PW_NOISE))
 
 
 # ---------------------------------------------------------------------------------------- Inan
@@ -202,6 +281,18 @@ def _inan_sizes(r, sizes: list[str], models: tuple[str, ...], dataset: str = "pt
     return out
 
 
+def _inan_part(r, size: str, dataset: str = "ptb") -> pd.DataFrame | None:
+    t = r.inan_table1
+    if t is None:
+        return None
+    t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
+    return t[t["size"] == size]
+
+
+def _inan_diff(r, size: str, before: str, after: str) -> E.Effect | None:
+    return _diff(r, _inan_part(r, size), before, after, f"{size} valid ppl, {before} − {after}", INAN_NOISE)
+
+
 def _inan_beats_vd(variant: str):
     def check(r) -> Verdict:
         got = _inan_sizes(r, ["small"], models=("VD-LSTM", variant))
@@ -209,8 +300,9 @@ def _inan_beats_vd(variant: str):
             return not_run(f"Table 1 small rows VD-LSTM and {variant} (PTB) not present")
         v = got["small"]
         ok = v[variant] < v["VD-LSTM"] and v[f"{variant} test"] < v["VD-LSTM test"]
-        return _verdict(ok, f"small valid: VD-LSTM {_f(v['VD-LSTM'])} → {variant} {_f(v[variant])}; test "
-                            f"{_f(v['VD-LSTM test'])} → {_f(v[f'{variant} test'])}", r.inan_table1)
+        return _with(_verdict(ok, f"small valid: VD-LSTM {_f(v['VD-LSTM'])} → {variant} {_f(v[variant])}; test "
+                                  f"{_f(v['VD-LSTM test'])} → {_f(v[f'{variant} test'])}", r.inan_table1),
+                     _inan_diff(r, "small", "VD-LSTM", variant))
     return check
 
 
@@ -219,7 +311,9 @@ def inan_al_beats_re_small(r) -> Verdict:
     if not got:
         return not_run("Table 1 small rows +AL and +RE (PTB) not present")
     v = got["small"]
-    return _verdict(v["+AL"] < v["+RE"], f"small valid: +AL {_f(v['+AL'])} vs +RE {_f(v['+RE'])}", r.inan_table1)
+    return _with(_verdict(v["+AL"] < v["+RE"], f"small valid: +AL {_f(v['+AL'])} vs +RE {_f(v['+RE'])}",
+                          r.inan_table1),
+                 _inan_diff(r, "small", "+RE", "+AL"))
 
 
 def inan_re_beats_al_larger(r) -> Verdict:
@@ -228,7 +322,8 @@ def inan_re_beats_al_larger(r) -> Verdict:
         return not_run("Table 1 medium/large rows +AL and +RE (PTB) not present")
     ok = all(v["+RE"] < v["+AL"] for v in got.values())
     ev = "; ".join(f"{s} valid: +RE {_f(v['+RE'])} vs +AL {_f(v['+AL'])}" for s, v in got.items())
-    return _verdict(ok, ev, r.inan_table1)
+    return _with(_verdict(ok, ev, r.inan_table1), *[_inan_diff(r, s, "+AL", "+RE") for s in got],
+                 scope=_scope(list(got), ("medium", "large"), "sizes"))
 
 
 # "best" allows a tie this close: the paper's own small +AL and +REAL rows tie at 86.3 valid
@@ -240,21 +335,23 @@ def inan_real_best(r) -> Verdict:
     if t is None:
         return not_run("Inan Table 1 not produced")
     t = t[t["dataset"] == "ptb"] if "dataset" in t.columns else t
-    parts, ok, any_size = [], True, False
+    parts, ok, sizes, effects = [], True, [], []
     for size in dict.fromkeys(t["size"]):
         part = t[t["size"] == size].dropna(subset=["valid_ppl"])
         models = set(part["model"])
         if "+REAL" not in models or len(models) < 2:
             continue
-        any_size = True
+        sizes.append(size)
         means = part.groupby("model")["valid_ppl"].mean()
         others = means.drop("+REAL")
         ok &= means["+REAL"] <= others.min() + REAL_TIE_PPL
         parts.append(f"{size}: +REAL {_f(means['+REAL'])} vs best other {others.idxmin()} {_f(others.min())} "
                      f"(tie allowed: {REAL_TIE_PPL:g} ppl)")
-    if not any_size:
+        effects.append(_inan_diff(r, size, others.idxmin(), "+REAL"))
+    if not sizes:
         return not_run("no size with +REAL and another row in Table 1 (PTB)")
-    return _verdict(ok, "; ".join(parts), r.inan_table1)
+    return _with(_verdict(ok, "; ".join(parts), r.inan_table1), *effects,
+                 scope=_scope(sizes, INAN_SIZES, "sizes"))
 
 
 def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
@@ -265,13 +362,78 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
     return list(part.groupby(x)["distance"].mean().items())
 
 
+def _figure1_reading(r) -> tuple[str, str]:
+    """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
+    f = r.inan_figure1
+    reading = ", ".join(dict.fromkeys(f["reading"].astype(str))) if "reading" in f.columns else "not recorded"
+    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
+              else "principal-angle subspace distance (the table names no metric)")
+    return reading, metric
+
+
+def _readings_reproduce(r) -> str:
+    """'k of n readings have the paper's shape', from the readings table ('' without one)."""
+    readings = r.raw.get("inan_subspace_readings") if hasattr(r, "raw") else None
+    if readings is None or readings.empty:
+        return ""
+    shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
+    return f"{shaped} of {len(readings)} readings have the paper's shape"
+
+
+def _figure1_basis(r) -> str:
+    """Which reading and metric the Figure 1 claims rest on, and how many readings have the paper's shape."""
+    reading, metric = _figure1_reading(r)
+    reproduce = _readings_reproduce(r)
+    return f"reading {reading}; metric: {metric}" + (f"; {reproduce} (rapid decrease in β, lower at larger τ)"
+                                                     if reproduce else "")
+
+
+def reading_has_shape(row: pd.Series) -> bool:
+    """A readings-table row has Figure 1's shape: rapid in beta and lower at larger tau. The row's own flags
+    (``rapid_in_beta``, ``lower_at_larger_tau``, written by replicate/inan/readings.py) when it has them;
+    else computed from its beta columns (beta_shape) and its tau columns at beta = 1 (an older table)."""
+    if {"rapid_in_beta", "lower_at_larger_tau"} <= set(row.index):
+        return str(row["rapid_in_beta"]).lower() == "true" and str(row["lower_at_larger_tau"]).lower() == "true"
+    betas = sorted((float(c[4:]), row[c]) for c in row.index
+                   if c.startswith("beta") and c[4:].replace(".", "").isdigit() and pd.notna(row[c]))
+    taus = sorted((float(c[3:].split("_")[0]), row[c]) for c in row.index
+                  if c.startswith("tau") and c.endswith("_beta1") and pd.notna(row[c]))
+    if len(betas) < 3 or len(taus) < 2:
+        return False
+    return bool(beta_shape(betas)["rapid"] and tau_effect(taus)["lower_at_larger_tau"])
+
+
+def _figure1_level(r) -> E.Effect | None:
+    """The distance at beta = 1 (panel a): ours beside the paper's approximate value."""
+    f = r.inan_figure1
+    a = f[(f["panel"] == "a") & (f["beta"] == f["beta"].max())] if "panel" in f.columns else f.iloc[0:0]
+    if a.empty:
+        return None
+    paper = a["paper_distance_approx"].dropna() if "paper_distance_approx" in a.columns else pd.Series(dtype=float)
+    seeds = int(a["n_seeds"].iloc[0]) if "n_seeds" in a.columns and pd.notna(a["n_seeds"].iloc[0]) else 1
+    reading, metric = _figure1_reading(r)
+    return E.Effect(f"{metric} at β = {a['beta'].iloc[0]:g}, reading {reading}",
+                    float(paper.iloc[0]) if len(paper) else None,
+                    float(a["distance"].mean()), "", (seeds,), level=True)
+
+
 def inan_distance_rapid_in_beta(r) -> Verdict:
     curve = _figure1_curve(r, "a", "beta")
     if len(curve) < 3:
         return not_run("Figure 1a needs at least three beta values")
     s = beta_shape(curve)
-    return _verdict(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
-                                  f"{s['first_step_share']:.0%} of it in the first β step", r.inan_figure1)
+    v = _verdict(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
+                             f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}",
+                 r.inan_figure1)
+    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
+
+
+def _spread_allowance(f: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> tuple[float | None, str]:
+    """2 standard errors of a difference of two points from their own seeds (distance_std, n_seeds)."""
+    if not {"distance_std", "n_seeds"} <= set(f.columns) or min(lo["n_seeds"], hi["n_seeds"]) < 2:
+        return None, "one seed per point"
+    se2 = lo["distance_std"] ** 2 / lo["n_seeds"] + hi["distance_std"] ** 2 / hi["n_seeds"]
+    return 2 * math.sqrt(se2), f"2 s.e. of the difference from the points' own {int(lo['n_seeds'])} seeds"
 
 
 def inan_distance_lower_at_larger_tau(r) -> Verdict:
@@ -280,8 +442,15 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
         return not_run("Figure 1b needs at least two tau values")
     e = tau_effect(curve)
     (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
-    return _verdict(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
-                                              f"(β = 1)", r.inan_figure1)
+    v = _verdict(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
+                                           f"(β = 1); {_figure1_basis(r)}", r.inan_figure1)
+    f = r.inan_figure1
+    b = f[f["panel"] == "b"].sort_values("tau")
+    allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
+    seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
+    reading, metric = _figure1_reading(r)
+    return _with(v, E.Effect(f"{metric} at τ = {t0:g} − at τ = {t1:g}, reading {reading}", None, d0 - d1, "",
+                             seeds, allow, how), scope=_readings_reproduce(r))
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -295,8 +464,9 @@ def inan_distance_falls_with_beta(r) -> Verdict:
     lo, hi = means.index[0], means.index[-1]
     rho = pd.Series(means.index).corr(pd.Series(means.values), method="spearman")
     ok = means.iloc[-1] < means.iloc[0] and rho < 0
-    return _verdict(ok, f"mean distance {means.iloc[0]:.3f} at β = {lo:g} → {means.iloc[-1]:.3f} at β = {hi:g}; "
-                        f"Spearman ρ(β, distance) = {rho:.2f} over {len(means)} β values", f)
+    v = _verdict(ok, f"mean distance {means.iloc[0]:.3f} at β = {lo:g} → {means.iloc[-1]:.3f} at β = {hi:g}; "
+                     f"Spearman ρ(β, distance) = {rho:.2f} over {len(means)} β values; {_figure1_basis(r)}", f)
+    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
 
 
 # ---------------------------------------------------------------------------- initial loss
@@ -326,7 +496,7 @@ def il_tied_follows_theory(r, tol) -> Verdict:
     worst = s.loc[diff.idxmax()]
     ok = bool(diff.max() <= tol["theory_nats"])
     return _verdict(ok, f"max |measured − log(e^(dσ)+n−1)| = {diff.max():.3f} nats over {len(s)} points with "
-                        f"d ≥ {tol['theory_min_width']} (worst d = {int(worst['d'])}, σ = {worst['std']}; "
+                        f"d ≥ {tol['theory_min_width']} (worst d = {int(worst['d'])}, σ = {labels.value(str(worst['std']))}; "
                         f"tolerance {tol['theory_nats']} nats)", r.initial_loss)
 
 
@@ -433,8 +603,10 @@ def emb_tied_like_output(r) -> Verdict:
     if any(k not in got.index for k in need):
         return not_run("needs the tied-vs-untied-input and tied-vs-untied-output similarities")
     a, b = got["tied_vs_untied_input"], got["tied_vs_untied_output"]
-    return _verdict(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
-                           f"to the untied input embedding {a:.3f}", e)
+    pairs = int((e["comparison"] == "tied_vs_untied_output").sum())
+    return _with(_verdict(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
+                                 f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)", e),
+                 E.Effect("Spearman ρ, to untied output − to untied input", None, b - a, "", (pairs,)))
 
 
 CLAIMS: list[Claim] = [

@@ -32,7 +32,7 @@ def _build(args) -> int:
 def _curves(args) -> int:
     from replicate.report.figures import write_learning_curves
 
-    for path in write_learning_curves(args.histories, args.out_stem):
+    for path in write_learning_curves(args.histories, args.out_stem, args.paper):
         print(f"wrote {path}")
     return 0
 
@@ -52,6 +52,8 @@ def main(argv: list[str]) -> int:
     p.set_defaults(func=_build)
     p = sub.add_parser("learning-curves", help="Press & Wolf train/valid perplexity per epoch (PNG + SVG)")
     p.add_argument("--out-stem", required=True, help="output path without extension")
+    p.add_argument("--paper", default=None, help="the paper's table (paper/reference/press_wolf_table6.csv): "
+                                                  "its final valid perplexity is marked per cell")
     p.add_argument("histories", nargs="+", help="press_wolf/<cell>/seed<k>/history.csv files")
     p.set_defaults(func=_curves)
     args = parser.parse_args(argv)

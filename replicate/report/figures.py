@@ -1,7 +1,9 @@
 """Figures the report draws itself (those no experiment rule writes), in the shared style.
 
 - ``report_press_wolf_learning_curves``: train and valid perplexity per epoch for every Press & Wolf
-  run (history.csv), tied vs untied, with and without PR.
+  run at its cell's paper settings (history.csv; the variants are left out), tied vs untied, with and
+  without PR, and Press & Wolf's final valid perplexity of each cell marked at the last epoch (from
+  paper/reference/press_wolf_table6.csv, labelled as the paper's).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ def _pw_variant(cell: str) -> tuple[str, str]:
     return tying, size + (" + " + " + ".join(e.upper() for e in extra) if extra else "")
 
 
-def learning_curves(histories: pd.DataFrame):
+def learning_curves(histories: pd.DataFrame, paper: pd.DataFrame | None = None):
+    """One panel per model (small, small + PR, ...); ``paper``: the reference table (cell, valid_ppl)."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    h = histories.copy()
+    h = histories[~histories["cell"].str.contains("@")].copy()  # variants are not the paper's curves
     variants = h["cell"].map(_pw_variant)
     h["output layer"] = [v[0] for v in variants]
     h["model"] = [v[1] for v in variants]
@@ -31,7 +34,7 @@ def learning_curves(histories: pd.DataFrame):
                   var_name="split", value_name="perplexity")
     long["split"] = long["split"].map({"train_ppl": "train (running)", "valid_ppl": "valid"})
     models = list(dict.fromkeys(h.sort_values("cell")["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(4.8 * len(models), 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(4.5 * len(models), 4.4), sharey=True, squeeze=False)
     for ax, model in zip(axes[0], models):
         part = long[long["model"] == model]
         sns.lineplot(data=part, x="epoch", y="perplexity", hue="output layer", style="split", markers=True,
@@ -42,12 +45,26 @@ def learning_curves(histories: pd.DataFrame):
         ax.set_xlabel("epoch")
         ax.set_ylabel("perplexity (log scale)")
         ax.xaxis.get_major_locator().set_params(integer=True)
+        _mark_paper(ax, part, paper)
         handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()
     fig.suptitle("Press & Wolf LSTMs: train vs valid perplexity per epoch", y=1.02)
     fig.tight_layout()
-    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(labels), fontsize="small")
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(len(labels), 4))
     return fig
+
+
+def _mark_paper(ax, part: pd.DataFrame, paper: pd.DataFrame | None) -> None:
+    """The paper's final valid perplexity of each cell in the panel, at our last epoch, as a black cross."""
+    if paper is None:
+        return
+    label = "paper: final valid"
+    for cell, runs in part.groupby("cell"):
+        row = paper[paper["cell"] == cell]
+        if len(row) and pd.notna(row["valid_ppl"].iloc[0]):
+            ax.scatter([runs["epoch"].max()], [float(row["valid_ppl"].iloc[0])], marker="x", s=60, color="black",
+                       zorder=5, label=label)
+            label = None
 
 
 def read_histories(paths) -> pd.DataFrame:
@@ -71,8 +88,9 @@ def read_histories(paths) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def write_learning_curves(paths, stem: str | Path) -> list[Path]:
+def write_learning_curves(paths, stem: str | Path, paper_csv: str | Path | None = None) -> list[Path]:
     from replicate.plotting import save_figure, use_style
 
     use_style()
-    return save_figure(learning_curves(read_histories(paths)), stem)
+    paper = pd.read_csv(paper_csv) if paper_csv else None
+    return save_figure(learning_curves(read_histories(paths), paper), stem)

@@ -16,7 +16,7 @@ SCIENTIFIC_FRACTION_ABOVE = 1e6
 
 def fmt_number(value: Any, digits: int = 2) -> str:
     """Display form of one number: integers with thousands separators, floats with ``digits``
-    decimals (3 significant digits for small magnitudes, scientific notation for huge ones), a
+    decimals (a negative ``digits``: a setting, in its shortest form) (3 significant digits for small magnitudes, scientific notation for huge ones), a
     missing value as the 'not run' marker."""
     if value is None:
         return NOT_RUN
@@ -32,16 +32,23 @@ def fmt_number(value: Any, digits: int = 2) -> str:
         return "inf" if x > 0 else "-inf"
     if abs(x) >= SCIENTIFIC_ABOVE or (abs(x) >= SCIENTIFIC_FRACTION_ABOVE and x != int(x)):
         return f"{x:.2e}"
-    if isinstance(value, int) or (x == int(x) and abs(x) >= 1000):
+    if isinstance(value, int) or (x == int(x) and (abs(x) >= 1000 or digits == 0)):
         return f"{int(x):,}"
+    if digits < 0:  # a setting: as short as it was written (alpha 2.5, gamma 0.5, lr 0.003)
+        return f"{x:.4g}"
     if x != 0 and abs(x) < 0.01:
         return f"{x:.3g}"
     return f"{x:,.{digits}f}"
 
 
-def fmt_percent(x: float) -> str:
-    """A fraction as a signed percentage (relative differences)."""
-    return f"{x * 100:+.1f}%"
+def fmt_percent(x: float, signed: bool = True, digits: int = 1) -> str:
+    """A fraction as a percentage: signed for relative differences, plain for shares."""
+    return f"{x * 100:{'+' if signed else ''}.{digits}f}%"
+
+
+def fmt_hours(seconds: float) -> str:
+    """A duration: minutes below an hour, else hours with one decimal."""
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
 def missing_label(col: str) -> str:

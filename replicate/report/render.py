@@ -1,7 +1,8 @@
 """report.md -> one self-contained HTML page (markdown-it-py, CommonMark + tables).
 
 Figures linked from the Markdown are embedded as base64 PNG; the CSS is inline; there is no
-JavaScript and nothing is loaded from the network. Headings get GitHub-style ids (so the Markdown's
+JavaScript and nothing is loaded from the network. Every table sits in a wrapper that scrolls sideways
+itself, so that the page does not at phone width; each figure links to its full-size file. Headings get GitHub-style ids (so the Markdown's
 table of contents works in both); table cells holding a verdict get a class (its colour), and cells
 holding a word too long to fit a column (a URL, a path) one that lets it break anywhere.
 """
@@ -18,10 +19,13 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 
 from replicate.errors import ReplicateError
+from replicate.report import effects as E
 from replicate.report.claims import FAILS, HOLDS, INCONCLUSIVE
 from replicate.report.format import NOT_RUN
 
 CELL_CLASSES = {HOLDS: "holds", FAILS: "does-not-hold", INCONCLUSIVE: "inconclusive", NOT_RUN: "not-run"}
+SIZE_CLASSES = {E.SAME: "holds", E.DIRECTION_ONLY: "inconclusive", E.TIE: "inconclusive",
+                E.PAPER_TIE: "inconclusive", E.OPPOSITE: "does-not-hold"}
 LONG_WORD = 24  # characters
 
 CSS = """
@@ -50,6 +54,18 @@ table + p { color: var(--muted); font-size: 13px; margin-top: 2px; }
 blockquote { border-left: 4px solid #9aa0a6; background:#f8f9fa; padding: 6px 12px; margin: 10px 0; }
 blockquote p { margin: 0; }
 img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+main > p:has(> a > img) { max-width: 1100px; }  /* figures: drawn 1,100 px wide (replicate/plotting.py) */
+.table-wrap { max-width: 100%; overflow-x: auto; }
+td.past { background: #fce8e6; }
+.glance { border: 1px solid var(--line); border-left: 4px solid #1a73e8; background: #f8fbff; padding: 4px 16px;
+          margin: 12px 0 20px; max-width: 900px; }
+.glance ul { padding-left: 18px; }
+@media (max-width: 600px) {
+  body { font-size: 14px; }
+  main { padding: 12px 10px 40px; }
+  h1 { font-size: 22px; } h2 { font-size: 19px; }
+  table { font-size: 12.5px; }
+}
 details { margin: 6px 0; }
 details pre { background:#f6f8fa; padding: 8px; overflow-x: auto; font-size: 12px; }
 """
@@ -71,10 +87,21 @@ def _annotate(state) -> None:
             n = seen.get(base, 0)
             seen[base] = n + 1
             tok.attrSet("id", base if n == 0 else f"{base}-{n}")
-        elif tok.type == "td_open" and text.strip("* ") in CELL_CLASSES:
-            tok.attrSet("class", CELL_CLASSES[text.strip("* ")])
+        elif tok.type == "td_open" and _size_class(text):
+            tok.attrSet("class", _size_class(text))
+        elif tok.type == "td_open" and re.fullmatch(r"\*\*[^*]+\*\*", text.strip()):
+            tok.attrSet("class", "past")
         elif tok.type == "td_open" and max(map(len, text.split()), default=0) > LONG_WORD:
             tok.attrSet("class", "long")
+
+
+def _size_class(text: str) -> str | None:
+    """The colour class of a verdict cell: a direction verdict, or a size verdict (by its first words)."""
+    text = text.strip("* ")
+    if text in CELL_CLASSES:
+        return CELL_CLASSES[text]
+    return next((cls for prefix, cls in SIZE_CLASSES.items() if re.match(re.escape(prefix) + r"(?![\w-])", text)),
+                None)
 
 
 def _plain(inline) -> str:
@@ -93,10 +120,21 @@ def _image(self, tokens, idx, options, env):
     return RendererHTML.image(self, tokens, idx, options, env)
 
 
+def _table_open(self, tokens, idx, options, env):
+    """Every table in a wrapper that scrolls sideways itself, so that the page never does."""
+    return '<div class="table-wrap">\n' + self.renderToken(tokens, idx, options, env)
+
+
+def _table_close(self, tokens, idx, options, env):
+    return self.renderToken(tokens, idx, options, env) + "</div>\n"
+
+
 def parser() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     md.core.ruler.push("report_annotate", _annotate)
     md.add_render_rule("image", _image)
+    md.add_render_rule("table_open", _table_open)
+    md.add_render_rule("table_close", _table_close)
     return md
 
 

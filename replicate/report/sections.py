@@ -15,10 +15,14 @@ from typing import Callable, Sequence
 
 import pandas as pd
 
+from replicate.inan.shape import RAPID_FACTOR
 from replicate.report import blocks as B
 from replicate.report import claims as claims_mod
+from replicate.report import labels
 from replicate.report.format import NO_VALUE, NOT_RUN, fmt_percent
 from replicate.report.sources import Results, run_label
+from replicate.report.compute import section_compute, section_provenance
+from replicate.report.summary import section_summary
 
 # Figures each section shows: explicit stems first, then prefixes (a figure goes to the first
 # section that claims it; anything left over appears under "other_figures").
@@ -51,6 +55,7 @@ class Context:
     md_path: Path
     used_figures: set = field(default_factory=set)
     sections: dict | None = None        # this run's config sections (press_wolf, inan, ...)
+    tolerances: dict | None = None      # the report config's claim tolerances
     full_protocol: dict | None = None   # the same sections in config/paper.yaml (schema defaults filled)
 
     def source(self, key: str) -> B.Link:
@@ -120,6 +125,22 @@ def _flat_config(obj, prefix: str = "") -> dict[str, str]:
     return {prefix: json.dumps(obj, sort_keys=True)}
 
 
+def _protocols(ctx: Context, parts: dict[str, str]) -> str:
+    """The section's protocol line: per part (label -> result key) the protocol label(s) its table carries,
+    stated once here instead of in a column."""
+    by: dict[str, list[str]] = {}
+    for label, key in parts.items():
+        frame = ctx.results.raw.get(key)
+        if frame is not None and "protocol" in frame.columns:
+            for p in dict.fromkeys(frame["protocol"].dropna().astype(str)):
+                by.setdefault(p, []).append(label)
+    if not by:
+        return ""
+    if len(by) == 1:
+        return f"Protocol of this section: {B.code(next(iter(by)))}."
+    return "Protocol of this section: " + "; ".join(f"{', '.join(v)}: {B.code(p)}" for p, v in by.items()) + "."
+
+
 def _missing(what: str) -> str:
     return B.notice(f"{what}: {NOT_RUN}.")
 
@@ -154,56 +175,79 @@ def _listed(frame: pd.DataFrame, col: str, label: str) -> str:
     return f"{label}: " + "; ".join(B.escape(v) for v in dict.fromkeys(frame[col].dropna().astype(str))) + "."
 
 
-# ------------------------------------------------------------------------------------ summary
-def section_summary(ctx: Context) -> str:
-    rows = [{"claim": claim.statement, "source": claim.paper, "evidence": verdict.evidence,
-             "protocol": verdict.protocol or None, "verdict": verdict.status} for claim, verdict in ctx.verdicts]
-    counts = {s: sum(v.status == s for _, v in ctx.verdicts) for s in claims_mod.STATUSES}
-    return B.table(pd.DataFrame(rows), {"claim": "claim", "source": "source", "evidence": "evidence from our runs",
-                                        "protocol": "protocol", "verdict": "verdict"},
-                   keep=("claim", "verdict"),
-                   caption=f"{len(rows)} claims: {counts[claims_mod.HOLDS]} hold, {counts[claims_mod.FAILS]} do "
-                           f"not hold, {counts[claims_mod.INCONCLUSIVE]} inconclusive, {counts[NOT_RUN]} not run "
-                           "in this protocol. Verdicts are computed from our result tables "
-                           "(`replicate/report/claims.py`), never from the papers' numbers.")
-
-
 # ------------------------------------------------------------------------------- Press & Wolf
 PW_TRAIN_LEGEND = (
     "**train (running)** is the mean perplexity over the last epoch's batches, with dropout on and the "
     "weights moving: what the TF scripts print and what Table 6 reports. **train (clean)** is the train "
     "perplexity after training, without dropout: what the Lua BD scripts print and what Table 5's BD rows "
-    "report. rel. diff = (ours − paper) / paper; — = no number in the paper.")
+    "report. rel. diff = (ours − paper) / paper.")
+
+# Why each kind of variant cell exists (one sentence per override key; the cell id names the values).
+VARIANT_WHY = {
+    "pr_form": "The paper's sentence read literally (0.15·‖P‖² on the summed cost, about 40 times the pull of "
+               "the authors' code): it shows why the authors' code form is the reference.",
+    "gate_bias": "Two uniformly initialised biases per gate (the Torch form) instead of the TF scripts' one zero "
+                 "bias: the detail that decides whether PR learns.",
+    "epochs": "Stopped early to save CPU: enough to see whether a setting learns, and to repeat on other seeds.",
+    "schedule": "The later TF tutorial's learning-rate schedule (one epoch less at lr 1).",
+    "pr_lambda": "Another PR weight λ.",
+}
 
 
-def _pw_settings(res: Results) -> str:
-    """What the runs changed relative to each cell's paper settings (from metrics.json settings)."""
-    from replicate.press_wolf.cells import CELLS, parse_cell
-
-    changes: dict[str, set] = {}
+def _pw_runs(res: Results) -> dict[str, list[dict]]:
+    """Per Press & Wolf cell id (overrides included), its runs' metrics.json, in seed order."""
+    runs: dict[str, list[dict]] = {}
     for path in sorted(res.root.glob("press_wolf/*/seed*/metrics.json")):
         m = json.loads(path.read_text())
-        base, _ = parse_cell(m["run"].rpartition("/seed")[0])
-        for k, v in m.get("settings", {}).items():
-            if k not in ("seed",) and CELLS[base].get(k, object()) != v:
-                changes.setdefault(f"{k} = {v}", set()).add(base)
-    if not changes:
-        return "Settings: each cell exactly as in the papers (no overrides)."
-    return B.join(["Settings changed from the papers' protocol (cells affected):",
-                   B.bullets([f"{B.code(k)} ({B.escape(', '.join(sorted(v)))})" for k, v in sorted(changes.items())])])
+        runs.setdefault(path.parent.parent.name, []).append(m | {"_seed": path.parent.name.removeprefix("seed")})
+    return runs
+
+
+def _pw_variants(ctx: Context) -> str:
+    """The cells run with overrides (ablations), one row each, with why the cell exists."""
+    from replicate.press_wolf.cells import parse_cell
+
+    rows = []
+    for cell, runs in _pw_runs(ctx.results).items():
+        base, over = parse_cell(cell)
+        if not over:
+            continue
+        why = " ".join(dict.fromkeys(VARIANT_WHY.get(k, "") for k in over if k != "epochs" or len(over) == 1))
+        rows.append({"cell": base.replace("_", " + ").replace("small + ", "small + ").upper().replace("SMALL", "small"),
+                     "changed": "; ".join(f"{k} = {labels.value(str(v))}" for k, v in over.items()),
+                     "seeds": ", ".join(r["_seed"] for r in runs),
+                     "epochs": max(int(r.get("epochs_completed") or 0) for r in runs),
+                     **{f"{k}_ppl": sum(float(r[f"{k}_ppl"]) for r in runs) / len(runs) for k in ("train", "valid", "test")},
+                     "why": why.strip() or None})
+    if not rows:
+        return ""
+    return B.join(["### Variants: cells run with changed settings",
+                   B.table(pd.DataFrame(rows), {"cell": "cell", "changed": "changed from the cell's paper settings",
+                                                "seeds": "seeds", "epochs": "epochs run", "train_ppl": "train (running)",
+                                                "valid_ppl": "valid", "test_ppl": "test", "why": "why it exists"},
+                           keep=("cell", "changed", "why", "seeds", "epochs"),
+                           caption="Not rows of the paper: ablations of one setting each, read from their runs' "
+                                   "metrics.json (mean over seeds). No published number exists for them.")])
+
+
+def _pw_protocol(ctx: Context, frame: pd.DataFrame) -> str:
+    """The section's protocol in words: what 'reduced' means for the paper's rows."""
+    labels_ = ", ".join(f"`{p}`" for p in dict.fromkeys(frame["protocol"].astype(str)))
+    return (f"Protocol: {labels_}. The label is the default preset's as a whole; the paper's rows below run each "
+            "cell at the paper's own settings (the authors' TF r0.8 scripts: 13 epochs, no dropout, their "
+            "schedule, gate biases and PR form), nothing shortened. Only the variants change a setting, and their "
+            "names say which.")
 
 
 def _pw_table(ctx: Context, key: str) -> str:
     frame = ctx.results.raw[key].copy()
+    frame = frame[~frame["cell"].astype(str).str.contains("@")]  # variants: their own table
     frame.insert(0, "model", frame["row"].where(frame["row"].notna(), frame["cell"]))
-    cols = {"model": "model", "params_m_ours": "params M", "train_ours": "train (running) ours",
+    cols = {"model": "model", "params_m_ours": "params (M)", "train_ours": "train (running) ours",
             "train_paper": "train (running) paper", "train_clean_ours": "train (clean) ours", **_ours_paper(frame),
-            "pr_form": "PR form", "protocol": "protocol", "n_seeds": "seeds", "epochs": "epochs",
-            "schedule": "schedule", "gate_bias": "gate bias", "code_version": "code version",
-            "pr_lambda": "PR weight λ"}
-    if frame.get("pr_form", pd.Series(dtype=object)).isna().all():  # no cell with PR
-        del cols["pr_form"]
-    table = B.table(frame, cols, keep=("model", "pr_form"), partial=("pr_lambda",), percent=_rel_cols(frame),
+            "n_seeds": "seeds", "epochs": "epochs", "schedule": "schedule", "gate_bias": "gate bias",
+            "pr_form": "PR form", "pr_lambda": "PR weight λ"}
+    table = B.table(frame, cols, keep=("model",), partial=("pr_lambda", "pr_form"), percent=_rel_cols(frame),
                     caption=f"Our perplexities (mean over seeds) beside Press & Wolf's. {PW_TRAIN_LEGEND}",
                     source=ctx.source(key))
     return B.join([table, _listed(frame, "source", "Paper numbers")])
@@ -212,68 +256,82 @@ def _pw_table(ctx: Context, key: str) -> str:
 def section_press_wolf(ctx: Context) -> str:
     res = ctx.results
     out: list[str] = []
+    if "press_wolf_table6" in res.raw:
+        out.append(_pw_protocol(ctx, res.raw["press_wolf_table6"]))
     for name, title in (("table6", "Table 6: small model, no dropout"), ("table5", "Table 5: large models")):
         key = f"press_wolf_{name}"
         out.append(f"### Press & Wolf {title}")
         out.append(_pw_table(ctx, key) if key in res.raw else _missing(f"Press & Wolf {title}"))
-    if any(f"press_wolf_{n}" in res.raw for n in ("table6", "table5")):
-        out.append(_pw_settings(res))
-    out += [_config_diff(ctx, "press_wolf"), "### Learning curves",
+    out += [_pw_variants(ctx), _config_diff(ctx, "press_wolf"), "### Learning curves",
             _section_figures(ctx, "press_wolf", "Learning curves")]
     return B.join(out)
 
 
 # ------------------------------------------------------------------------------- initial loss
-IL_TRUNK = {"token_dist": "tokens", "branches": "branches", "init": "init", "std": "σ"}
-IL_ROW = {"head": "head", "reference_kind": "reference", "n": "vocabulary n", "n_layers": "layers",
-          "protocol": "protocol"}
+IL_SETTING = {"token_dist": "tokens", "branches": "branches", "init": "init", "std": "σ", "head": "head",
+              "reference_kind": "reference"}
+IL_CONSTANT = {"n": "vocabulary n", "n_layers": "layers", "n_seeds": "seeds per point"}
+# which claim tolerance (claims.DEFAULT_TOLERANCES key) applies to a row with this reference
+IL_TOLERANCE = {"theory": "theory_nats", "theory_rescaled": "rescale_nats", "log_n": "above_log_n_nats"}
 
 
-def initial_loss_pivots(summary: pd.DataFrame) -> list[pd.DataFrame]:
-    """Per trunk (token distribution, branches, init, σ) a frame with one row per output head and, per
-    width d, the measured loss (mean over seeds) in column ``<d> measured`` beside its reference in
-    ``<d> reference``."""
-    trunk = [c for c in IL_TRUNK if c in summary.columns]
-    keys = trunk + [c for c in IL_ROW if c in summary.columns]
-    per_width = [f"{d} {what}" for d in sorted(summary["d"].unique()) for what in ("measured", "reference")]
-    out = []
-    for _, part in summary.groupby(trunk, sort=False, dropna=False):
-        rows = []
-        for values, variant in part.groupby(keys, sort=False, dropna=False):
-            row = dict(zip(keys, values))
-            for _, rec in variant.iterrows():
-                row[f"{rec['d']} measured"], row[f"{rec['d']} reference"] = rec["loss_mean"], rec["reference_loss"]
-            rows.append(row)
-        out.append(pd.DataFrame(rows, columns=keys + per_width))
+def initial_loss_differences(summary: pd.DataFrame, tolerances: dict) -> pd.DataFrame:
+    """One row per setting (tokens, branches, init, σ, head, reference), one column ``d=<d>`` per width
+    holding measured − reference (nats, mean over seeds), and ``tolerance`` (the claims' tolerance for the
+    row's reference)."""
+    keys = [c for c in IL_SETTING if c in summary.columns]
+    rows = []
+    for values, part in summary.groupby(keys, sort=False, dropna=False):
+        row = dict(zip(keys, values))
+        row["tolerance"] = tolerances[IL_TOLERANCE.get(row.get("reference_kind"), "theory_nats")]
+        row |= {c: part[c].iloc[0] for c in IL_CONSTANT if c in part.columns}
+        for _, rec in part.iterrows():
+            row[f"d={int(rec['d'])}"] = rec["loss_mean"] - rec["reference_loss"]
+        rows.append(row)
+    widths = [f"d={int(d)}" for d in sorted(summary["d"].unique())]
+    constant = [c for c in IL_CONSTANT if c in summary.columns]
+    return pd.DataFrame(rows, columns=keys + constant + ["tolerance"] + widths)
+
+
+def _flag_past(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Cells past the row's tolerance as bold text (render.py shades a cell that is bold throughout)."""
+    out = frame.copy().astype({c: object for c in cols})
+    for i, row in frame.iterrows():
+        for c in cols:
+            x = row[c]
+            if pd.notna(x):
+                text = f"{x:+.2f}" if abs(x) >= 0.005 else "0.00"
+                out.at[i, c] = f"**{text}**" if abs(x) > row["tolerance"] else text
     return out
 
 
-def _initial_loss_tables(ctx: Context, summary: pd.DataFrame) -> list[str]:
-    seeds = ", ".join(str(int(x)) for x in sorted(summary["n_seeds"].unique())) if "n_seeds" in summary else "?"
-    out = ["Initial loss in nats, one table per trunk (token distribution, residual branches, init, σ), one row "
-           "per output head. For each width d: the measured loss (mean over seeds; seeds per point: "
-           f"{seeds}), then its reference (ref.): theory = log(exp(dσ)+n−1), theory_rescaled = "
-           "log(exp(σ√d)+n−1), log_n = log n. The article: 12 layers, n = 32k, widths up to 4096. The full table "
-           "(one row per configuration and width, with sd, differences and the refined theory) is linked under "
-           "each table."]
-    labels = IL_TRUNK | IL_ROW
-    for frame in initial_loss_pivots(summary):
-        present = [c for c in labels if c in frame.columns]
-        constant = [c for c in present if c != "head" and frame[c].nunique(dropna=False) == 1]
-        widths = {c: f"d={c.split()[0]}" if c.endswith("measured") else "ref." for c in frame.columns
-                  if c.endswith(("measured", "reference"))}
-        lead = "; ".join(f"{labels[c]} **{B.cell(frame[c].iloc[0], c)[0]}**" for c in constant)
-        out.append(B.table(frame, {c: labels[c] for c in present if c not in constant} | widths,
-                           keep=("head", *widths), caption=f"In this table: {lead}.",
-                           source=ctx.source("initial_loss_summary")))
-    return out
+def _initial_loss_table(ctx: Context, summary: pd.DataFrame) -> str:
+    tol = {**claims_tolerances(), **(ctx.tolerances or {})}
+    frame = initial_loss_differences(summary, tol)
+    widths = [c for c in frame.columns if c.startswith("d=")]
+    shown = _flag_past(frame, widths)
+    caption = ("Initial loss minus its reference, in nats, per setting (rows) and width d (columns); measured = mean "
+               "over seeds. References: closed form = log(exp(dσ) + n − 1), rescaled closed form = "
+               "log(exp(σ√d) + n − 1), log n. **Bold, shaded**: beyond the tolerance of the claim the row tests "
+               f"({tol['theory_nats']:g} nats from the closed form, {tol['rescale_nats']:g} from the rescaled one, "
+               f"{tol['above_log_n_nats']:g} above log n). The measured and reference values themselves, their sd and "
+               "the refined theory are in the full table.")
+    return B.table(shown, (IL_SETTING | IL_CONSTANT) | {c: c for c in widths},
+                   keep=("head", "reference_kind", *widths), markdown=widths, caption=caption,
+                   source=ctx.source("initial_loss_summary"))
+
+
+def claims_tolerances() -> dict:
+    from replicate.report.claims import DEFAULT_TOLERANCES
+
+    return dict(DEFAULT_TOLERANCES)
 
 
 def section_initial_loss(ctx: Context) -> str:
     res = ctx.results
-    out = ["### Measured initial loss against the theory"]
+    out = [_protocols(ctx, {"the sweep": "initial_loss_summary"}), "### Measured initial loss against the theory"]
     s = res.raw.get("initial_loss_summary")
-    out += [_missing("Initial-loss sweep")] if s is None else _initial_loss_tables(ctx, s)
+    out.append(_missing("Initial-loss sweep") if s is None else _initial_loss_table(ctx, s))
     out.append("### The essay's table: exp(dσ) against n")
     t = res.raw.get("initial_loss_theory")
     out.append(_missing("Theory table") if t is None else
@@ -286,7 +344,7 @@ def section_initial_loss(ctx: Context) -> str:
         cols = {c: B.humanise(c) for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied",
                                            "total_params", "embedding_params", "embedding_share"]}
         cols |= {"pp_tied_grad_mib_bf16": "PP tied-grad (MiB)", "source": "source"}
-        out.append(B.table(f, cols, keep=("model",), source=ctx.source("model_families"),
+        out.append(B.table(f, cols, keep=("model",), share=("embedding_share",), source=ctx.source("model_families"),
                            caption="Parameters from the public configs (source per row); embedding parameters n·d "
                                    "tied, 2·n·d untied; PP tied-grad: the bf16 gradient of the tied matrix exchanged "
                                    "per step under pipeline parallelism."))
@@ -330,38 +388,54 @@ def _inan_table1(ctx: Context) -> str:
                    _listed(t, _first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
 
 
+PER_RUN_PPL = ("The per-run train and valid perplexities in the CSV are left out: for any β > 0 the augmented term, "
+               "scaled by τ²·|V|, dominates the loss, so next-word prediction is barely trained and its perplexity "
+               "stays near the vocabulary size |V|; it says nothing about the subspace distance.")
+
+
 def _inan_figure1(ctx: Context, key: str) -> str:
     f = ctx.results.raw[key]
-    cols = [c for c in f.columns if c != "paper_source"]
-    what = "one row per run (seed)" if key.endswith("_runs") else "mean over seeds per point"
-    return B.join([B.table(f, cols, digits={c: 3 for c in f.columns if "distance" in c},
-                           caption=f"Figure 1 data, {what} (normalised subspace distance; 1 = orthogonal, 0 = same "
-                                   "space).",
-                           source=ctx.source(key)),
+    runs = key.endswith("_runs")
+    cols = [c for c in f.columns if c not in ("paper_source", "metric") and not (runs and c.endswith("_ppl"))]
+    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
+              else "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
+    what = "one row per run (seed)" if runs else "mean over seeds per point"
+    return B.join([B.table(f, cols, digits={c: 3 for c in f.columns if "distance" in c or c == "diff_vs_paper"},
+                           caption=f"Figure 1 data, {what}. Metric: {metric}.", source=ctx.source(key)),
+                   PER_RUN_PPL if runs and any(c.endswith("_ppl") for c in f.columns) else "",
                    _listed(f, "paper_source", "Paper numbers")])
 
 
-READING_DETAIL = ("fall_0_to_1", "first_step_share", "distance_beta1", "tau_effect")  # in the linked CSV
+# in the linked CSV only: detail, and the shape flags of an earlier rule (the column "paper's shape" replaces them)
+READING_DETAIL = ("fall_0_to_1", "first_step_share", "distance_beta1", "tau_effect", "gradual_in_beta", "rapid_in_beta",
+                  "lower_at_larger_tau")
 
 
 def _inan_readings(ctx: Context) -> str:
-    f = ctx.results.raw["inan_subspace_readings"]
-    return B.table(f, [c for c in f.columns if c not in READING_DETAIL], keep=("reading",),
-                   digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance"))},
+    f = ctx.results.raw["inan_subspace_readings"].copy()
+    f["shape"] = [claims_mod.reading_has_shape(row) for _, row in f.iterrows()]
+    cols = {c: B.humanise(c) for c in f.columns if c not in READING_DETAIL and c != "shape"}
+    cols["shape"] = "Figure 1's shape"
+    return B.table(f, cols, keep=("reading", "shape"),
+                   digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance", "angle"))},
                    caption="The same points under each reading of the setup the paper leaves open: the distance "
-                           "per beta (tau fixed) and per tau (beta = 1), and whether the reading has Figure 1's "
-                           "shape (a rapid decrease with beta; lower at larger tau).",
+                           f"per β (τ fixed) and per τ (β = 1). Figure 1's shape: a rapid decrease with β (the first "
+                           f"β step carries at least {RAPID_FACTOR:g} times its linear share of the fall, which exceeds the "
+                           "tolerance, and the distance never rises by more than it) and lower at larger τ, computed "
+                           "from the columns shown (replicate/inan/shape.py).",
                    source=ctx.source("inan_subspace_readings"))
 
 
 def section_inan(ctx: Context) -> str:
     res = ctx.results
-    out = ["### Table 1: AL, RE and REAL",
+    out = [_protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation",
+                            "section 6.2": "inan_figure1", "its readings": "inan_subspace_readings"}),
+           "### Table 1: AL, RE and REAL",
            _inan_table1(ctx) if "inan_table1" in res.raw else _missing("Inan et al. Table 1"),
            "### Choosing the augmented-loss settings: validation perplexity of the ablation"]
     ab = res.raw.get("inan_ablation")
     out.append(_missing("The augmented-loss ablation") if ab is None else
-               B.table(ab, caption="Validation perplexity over the grid (best_valid marks the lowest). The paper "
+               B.table(ab, caption="Validation perplexity over the grid (best valid marks the lowest). The paper "
                                    "does not give these settings; this sweep is how the pipeline's choice is "
                                    "checked against data.", source=ctx.source("inan_ablation")))
     out.append("### Section 6.2: subspace distance between input and output embeddings")
@@ -377,7 +451,8 @@ def section_inan(ctx: Context) -> str:
 # (result, heading, caption, columns shown: None = all; the full file is linked under each table)
 SCALE_TABLES = (
     ("scale_claims", "The study's own trend tests", "Verdicts the scale study computes itself (slope beyond 2 "
-     "standard errors; 'inconclusive' otherwise). The summary's scale claims apply the same rule.", None),
+     "standard errors; 'inconclusive' otherwise). The summary's scale claims apply the same rule.",
+     {"claim_id": "id", "claim": "claim", "verdict": "verdict", "value": "slope", "evidence": "evidence"}),
     ("scale_gain", "Tying gain at every point of the study", "Mean over seeds; gain = valid ppl untied − tied; "
      "sem = standard error of the mean over seeds.",
      ["study", "dataset", "pct", "train_tokens", "hidden", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean",
@@ -399,17 +474,51 @@ SCALE_TABLES = (
 )
 
 
+def similarity_matrix(sim: pd.DataFrame) -> pd.DataFrame:
+    """Mean Spearman correlation per pair of embedding matrices (comparison ``<a>_vs_<b>``), as a symmetric
+    matrix with readable labels; the diagonal is the same kind of matrix across two seeds."""
+    names = list(labels.MATRICES)
+    means = sim.groupby("comparison")["spearman"].mean()
+    found = {}
+    for comp, value in means.items():
+        a, _, b = str(comp).partition("_vs_")
+        if a in labels.MATRICES and b in labels.MATRICES:
+            found[(a, b)] = found[(b, a)] = float(value)
+    present = [n for n in names if any(n in pair for pair in found)]
+    rows = [{"matrix": labels.MATRICES[a], **{labels.MATRICES[b]: found.get((a, b)) for b in present}} for a in present]
+    return pd.DataFrame(rows, columns=["matrix", *[labels.MATRICES[b] for b in present]])
+
+
+def _similarity(ctx: Context, frame: pd.DataFrame) -> str:
+    m = similarity_matrix(frame)
+    seeds = ", ".join(f"{what} {B.cell(frame[k].iloc[0], k)[0]}" for k, what in (("top_k", "top"), ("epoch", "epoch"))
+                      if k in frame.columns and frame[k].nunique() == 1)
+    return B.table(m, keep=tuple(m.columns), digits={c: 2 for c in m.columns},
+                   caption="Mean Spearman correlation of the pairwise cosine similarities over the most frequent words "
+                           f"({seeds}), averaged over the seed pairs in the full table; diagonal: the same kind of "
+                           "matrix in two seeds (— = not compared). Nearest-neighbour overlaps are in the full table.",
+                   source=ctx.source("embedding_similarity"))
+
+
+SHARES = ("embedding_share", "embedding_share_untied", "clip_fraction")
+GAINS = ("rel_gain", "rel_gain_mean")
+
+
 def section_scale(ctx: Context) -> str:
     res = ctx.results
-    out: list[str] = []
+    out: list[str] = [_protocols(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
+                                       "the transformer": "scale_transformer"})]
     for key, title, caption, columns in SCALE_TABLES:
         out.append(f"### {title}")
         frame = res.raw.get(key)
-        out.append(_missing(title) if frame is None else
-                   B.table(frame, columns, caption=caption,
-                           keep=("claim", "verdict"), source=ctx.source(key),
-                           digits={c: 3 for c in frame.columns
-                                   if any(w in c for w in ("spearman", "overlap", "share", "rel_", "loss"))}))
+        if frame is None:
+            out.append(_missing(title))
+        elif key == "embedding_similarity":
+            out.append(_similarity(ctx, frame))
+        else:
+            out.append(B.table(frame, columns, caption=caption, keep=("claim", "verdict"), source=ctx.source(key),
+                               share=SHARES, percent=GAINS,
+                               digits={c: 3 for c in frame.columns if any(w in c for w in ("spearman", "overlap", "loss"))}))
     out += [_config_diff(ctx, "scale"), "### Figures", _section_figures(ctx, "scale", "Scale-study figures")]
     return B.join(out)
 
@@ -417,132 +526,6 @@ def section_scale(ctx: Context) -> str:
 def section_other_figures(ctx: Context) -> str:
     rest = [s for s in _figure_stems(ctx.figures_dir) if s not in ctx.used_figures]
     return B.join(_figures(ctx, rest)) or "None: every figure appears in its experiment's section."
-
-
-# ------------------------------------------------------------------------------------ compute
-def _device_of(p: dict) -> str:
-    dev = p.get("device") or {}
-    name = dev.get("device") or "not recorded"
-    if dev.get("gpu"):
-        name = f"{name} ({dev['gpu']})"
-    elif str(name).startswith("cpu") or name == "not recorded":
-        bits = [f"{dev['torch_threads']} torch threads" if dev.get("torch_threads") else "",
-                f"{dev['cpu_count']} CPUs" if dev.get("cpu_count") else ""]
-        bits = [b for b in bits if b]
-        if bits:
-            name = f"{name} ({', '.join(bits)})"
-    return name
-
-
-def _job_device(job: str, records: list[dict]) -> str:
-    """Device of a benchmarked job, from the provenance of the result it wrote: the result at the same
-    path (results/<job>/...), else the single result of the same experiment and folder whose name ends
-    the job's name (benchmarks/initial_loss/sweep_d64 <-> initial_loss/runs/d64.csv)."""
-    labels = {run_label(p["path"]): p["provenance"] for p in records}
-    if job in labels:
-        return _device_of(labels[job])
-    head, _, last = job.rpartition("/")
-    exp = job.split("/", 1)[0]
-    hits = []
-    for label, block in labels.items():
-        if label.split("/", 1)[0] != exp:
-            continue
-        stem = label.rpartition("/")[2].split(".", 1)[0]
-        if stem and (last.endswith(stem) or stem.startswith(last)):
-            hits.append(block)
-    devices = {_device_of(b) for b in hits}
-    return devices.pop() if len(devices) == 1 else "not recorded"
-
-
-def section_compute(ctx: Context) -> str:
-    res = ctx.results
-    out = ["### Per job (Snakemake benchmark files)"]
-    b = res.benchmarks
-    if b is None:
-        out.append(_missing("Benchmark files (results/benchmarks/)"))
-    else:
-        b = b.copy()
-        b["device"] = [_job_device(job, res.provenance) for job in b["job"]]
-        total = pd.DataFrame([{"experiment": "all", "job": f"total ({len(b)} jobs)", "wall_s": b["wall_s"].sum(),
-                               "cpu_s": b["cpu_s"].sum(), "mean_load": None, "max_rss_mib": b["max_rss_mib"].max(),
-                               "device": ""}])
-        b = pd.concat([b, total], ignore_index=True)
-        folder = res.root / "benchmarks"
-        out.append(B.table(b, {"experiment": "experiment", "job": "job", "wall_s": "wall (s)", "cpu_s": "CPU (s)",
-                               "mean_load": "mean load (%)", "max_rss_mib": "peak RSS (MiB)", "device": "device"},
-                           keep=("job", "wall_s", "cpu_s", "max_rss_mib"),  # the total row may repeat one job's
-                           caption="Wall time, CPU time, mean CPU load (%) and peak resident memory per job; device "
-                                   "from the job's provenance where the job wrote one.",
-                           source=B.link("results/benchmarks/", folder, ctx.md_path.parent)))
-    out.append("### Throughput and memory benchmarks")
-    if res.speed is None:
-        out.append(_missing("Training-speed benchmark (target press_wolf_speed, on an idle machine)"))
-    else:
-        out.append(B.table(res.speed, {"size": "size", "clock": "clock", "threads": "threads",
-                                       "load_1min_start": "load at start", "load_1min_end": "load at end",
-                                       "idle": "idle", "ours_tok_s": "ours (tok/s)", "plain_tok_s": "plain loop (tok/s)",
-                                       "ratio": "ours / plain", "mfu_ours": "ours, share of matmul peak"},
-                           keep=("size", "clock", "ratio"), percent=("mfu_ours",),
-                           caption="Training tokens/s of this engine and of a plain PyTorch loop in the same run "
-                                   "(medians of the repeats; per wall-clock second and per CPU second). A ratio "
-                                   "measured while the machine was not idle is not comparable with idle figures.",
-                           source=ctx.source("press_wolf_speed")))
-    for item in res.throughput:
-        rows = [{"key": k, "value": v} for k, v in _flatten(item["data"]).items() if not k.startswith("provenance")]
-        out.append(B.table(pd.DataFrame(rows), keep=("key", "value"), digits={"value": 3}, caption="Benchmark record.",
-                           source=B.link(item["path"], res.root.parent / item["path"], ctx.md_path.parent)))
-    return B.join(out)
-
-
-def _flatten(obj, prefix: str = "") -> dict:
-    """Nested JSON -> {"a.b[0].c": value}; lists of scalars become one comma-separated value."""
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(obj, list):
-        if all(not isinstance(v, (dict, list)) for v in obj):
-            return {prefix: ", ".join(str(v) for v in obj)}
-        out = {}
-        for i, v in enumerate(obj):
-            out.update(_flatten(v, f"{prefix}[{i}]"))
-        return out
-    return {prefix: obj}
-
-
-# --------------------------------------------------------------------------------- provenance
-def section_provenance(ctx: Context) -> str:
-    res = ctx.results
-    if not res.provenance:
-        return _missing("Provenance records")
-    rows = []
-    for item in res.provenance:
-        p = item["provenance"]
-        cfg = p.get("config") or {}
-        git = p.get("git") or {}
-        pk = p.get("packages") or {}
-        rows.append({"run": run_label(item["path"]), "protocol": cfg.get("protocol", "not recorded")
-                     if isinstance(cfg, dict) else "not recorded",
-                     "commit": (git.get("commit") or "not recorded")[:10],
-                     "dirty": {True: "yes", False: "no"}.get(git.get("dirty"), "not recorded"),
-                     "device": _device_of(p), "torch": pk.get("torch") or NO_VALUE,
-                     "python": pk.get("python") or NO_VALUE, "started": p.get("started", NO_VALUE),
-                     "finished": p.get("finished", NO_VALUE)})
-    versions: dict[str, set] = {}
-    for item in res.provenance:
-        for name, v in (item["provenance"].get("packages") or {}).items():
-            versions.setdefault(name, set()).add(str(v))
-    out = [B.table(pd.DataFrame(rows), keep=("run",), caption="Every run whose result is shown: commit, device, "
-                                                             "package versions and time, from its provenance block."),
-           "### Package versions",
-           B.table(pd.DataFrame([{"package": k, "versions": ", ".join(sorted(v))}
-                                 for k, v in sorted(versions.items())]), keep=("package", "versions")),
-           "### Configuration of every run"]
-    out += [B.details(f"{run_label(item['path'])} ({item['path']})",
-                      json.dumps(item["provenance"].get("config"), indent=1, sort_keys=True, default=str))
-            for item in res.provenance]
-    return B.join(out)
 
 
 BUILDERS: dict[str, Callable[[Context], str]] = {

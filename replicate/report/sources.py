@@ -20,6 +20,7 @@ import pandas as pd
 
 from replicate import paths as P
 from replicate.errors import ReplicateError
+from replicate.report import noise
 
 BENCHMARK_GLOB = "benchmarks/**/*.tsv"
 
@@ -47,6 +48,7 @@ class Results:
     speed: pd.DataFrame | None = None                               # the engine vs a plain loop
     throughput: list[dict] = field(default_factory=list)
     provenance: list[dict] = field(default_factory=list)            # {"path": ..., "provenance": {...}}
+    pools: dict[str, Any] = field(default_factory=dict)             # protocol -> noise.Pool (repeated runs)
 
 
 def _need(frame: pd.DataFrame, cols, path: Path) -> None:
@@ -95,8 +97,10 @@ def load(root: str | Path = "results") -> Results:
         if frame is None:
             continue
         canon = frame.rename(columns={"cell": "model", "train_ours": "train_ppl", "valid_ours": "valid_ppl",
-                                      "test_ours": "test_ppl"})[["model", "train_ppl", "valid_ppl", "test_ppl",
-                                                                 "protocol"]]
+                                      "test_ours": "test_ppl", "train_paper": "paper_train_ppl",
+                                      "valid_paper": "paper_valid_ppl", "test_paper": "paper_test_ppl"})
+        canon = canon[["model", "train_ppl", "valid_ppl", "test_ppl", "paper_train_ppl", "paper_valid_ppl",
+                       "paper_test_ppl", "protocol"] + (["n_seeds"] if "n_seeds" in canon.columns else [])]
         setattr(res, "pw_" + name, canon)
 
     # ------------------------------------------------------------------------ initial loss
@@ -156,6 +160,7 @@ def load(root: str | Path = "results") -> Results:
 
     # --------------------------------------------------------------------------- provenance
     res.provenance = load_provenance(root)
+    res.pools = noise.scan(root)
     return res
 
 

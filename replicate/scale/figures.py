@@ -105,7 +105,7 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     u = upd[upd["bucket"] >= 0]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     for (variant, matrix), g in u.groupby(["variant", "matrix"]):
-        label = variant if matrix == "tied" else f"{variant} {matrix}"
+        label = readable(variant if matrix == "tied" else f"{variant} {matrix}")
         m = g.groupby("bucket")[["mean_count", "update_fraction", "update_norm_mean"]].mean()
         style = "--" if variant.endswith("_pr") else "-"
         axes[0].plot(m["mean_count"], m["update_fraction"], style, marker="o", label=label)
@@ -124,6 +124,11 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[0]))
 
 
+def readable(name: str) -> str:
+    """A variant or comparison name in words: tied_pr_vs_untied_pr_input -> tied + PR vs untied + PR input."""
+    return name.replace("_vs_", " vs ").replace("_pr", " + PR").replace("_", " ")
+
+
 MAIN_COMPARISONS = ("tied_vs_untied_input", "tied_vs_untied_output", "untied_input_vs_untied_output",
                     "tied_pr_vs_untied_pr_input", "tied_pr_vs_untied_pr_output", "tied_vs_tied")
 
@@ -139,14 +144,15 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         if g.empty:
             continue
         m = g.groupby("epoch")[["spearman", "knn_overlap"]].mean()
-        axes[0].plot(m.index, m["spearman"], marker="o", label=comp)
-        axes[1].plot(m.index, m["knn_overlap"], marker="o", label=comp)
+        axes[0].plot(m.index, m["spearman"], marker="o", label=readable(comp))
+        axes[1].plot(m.index, m["knn_overlap"], marker="o", label=readable(comp))
     if not use.empty:
         axes[1].axhline(use["knn_chance"].iloc[0], color="grey", ls=":", label="chance")
     axes[0].set_ylabel("Spearman of cosine-similarity structure")
     axes[1].set_ylabel(f"k-NN overlap (k={int(use['knn_k'].iloc[0]) if not use.empty else '?'})")
     for ax in axes:
         ax.set_xlabel("epoch (0 = initialisation)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=7)
     top_k = int(use["top_k"].iloc[0]) if not use.empty else 0
     fig.suptitle(f"How alike are the embedding matrices? top {top_k} words, {kind}; {protocol} protocol")
@@ -156,31 +162,38 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
 
 def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(11, 4.6))
     window = max(1, int(curve["step"].max() // 50))
     for (variant, std), g in curve.groupby(["variant", "std"]):
-        label = f"{variant} (std {std})"
+        label = f"{variant.replace('_', ' + ')} (std {std})"
         m = g.groupby("step")[["train_loss", "grad_norm"]].mean()
         line, = axes[0].plot(m.index, m["train_loss"].rolling(window, min_periods=1).mean(), label=label)
         v = g.dropna(subset=["valid_loss"]).groupby("step")["valid_loss"].mean()
         axes[0].plot(v.index, v.values, "o", color=line.get_color(), ms=3)
         axes[1].plot(m.index, m["grad_norm"], color=line.get_color(), lw=0.8, label=label)
     axes[0].set_xlabel("step")
-    axes[0].set_ylabel("loss (line: train, smoothed; dots: valid)")
+    axes[0].set_ylabel("loss (nats)")
+    axes[0].set_title("train (line, smoothed), valid (dots)")
     axes[1].set_xlabel("step")
-    axes[1].set_ylabel("global gradient norm (before clipping)")
+    axes[1].set_ylabel("gradient norm")
+    axes[1].set_title("global, before clipping")
     axes[1].set_yscale("log")
     t = table.groupby(["variant", "std"])[["step0_loss", "theory_step0_loss", "log_n"]].mean().reset_index()
-    x = np.arange(len(t))
-    axes[2].bar(x - 0.2, t["step0_loss"], 0.4, label="measured step-0 loss")
-    axes[2].bar(x + 0.2, t["theory_step0_loss"], 0.4, label="closed form (zero branches)")
+    # a dot plot around the references (bars from 0 would hide differences of a few hundredths of a nat)
+    y = np.arange(len(t))
+    axes[2].plot(t["step0_loss"], y, "o", color="black", label="measured")
+    axes[2].plot(t["theory_step0_loss"], y, "|", color="tab:red", ms=14, mew=2, label="closed form (zero branches)")
     if len(t):
-        axes[2].axhline(t["log_n"].iloc[0], color="black", ls=":", label="log n")
-    axes[2].set_xticks(x, [f"{a}\nstd {b}" for a, b in zip(t["variant"], t["std"])], fontsize=8)
-    axes[2].set_ylabel("loss (nats)")
-    for ax in axes:
-        ax.legend(fontsize=7)
+        axes[2].axvline(t["log_n"].iloc[0], color="grey", ls=":", label="log n")
+    axes[2].set_yticks(y, [a.replace("_", " + ") for a in t["variant"]])
+    axes[2].set_title("step 0")
+    axes[2].xaxis.set_major_locator(plt.MaxNLocator(3))
+    axes[2].set_ylim(-0.7, len(t) - 0.3)
+    axes[2].set_xlabel("loss at step 0 (nats)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.33, 0.02), ncol=3)  # the variants
+    axes[2].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))
     d = int(table["d_model"].iloc[0]) if len(table) else 0
-    fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}): untied vs tied vs tied + rescale; {protocol} protocol")
+    fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}), {protocol} protocol")
     fig.tight_layout()
     return save_figure(fig, Path(out_dir) / _name(paths.SCALE_TRANSFORMER_FIGURE))

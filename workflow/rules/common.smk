@@ -7,6 +7,7 @@ from replicate import paths
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
+from replicate.validate import SettingError, nearest, parse_text
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
@@ -32,6 +33,24 @@ def code_version(*modules):
     Snakemake reruns a job when its params change (default --rerun-triggers), so editing
     e.g. replicate/lstm/ reruns the training jobs, and nothing else."""
     return source_hash("provenance", "io", "errors", *modules)
+
+
+def plan_check(check):
+    """An input function that runs ``check(wildcards)`` and adds no input. Input functions run while the DAG
+    is built, so a value the check refuses (a SettingError) stops `snakemake`, `-n` included, before any
+    job starts."""
+
+    def no_input(wildcards):
+        check(wildcards)
+        return []
+
+    return no_input
+
+
+def check_wildcard(wildcards, key, ref, where, fix):
+    """The wildcard ``key`` parsed (replicate.validate.parse_text) and checked against the schema node ``ref``
+    (SCHEMAS, the Snakefile's: a value from a path meets the same types, bounds and enums as the config)."""
+    return SCHEMAS.check(parse_text(getattr(wildcards, key)), ref, key=key, where=where, fix=fix)
 
 
 def spec_json(obj):

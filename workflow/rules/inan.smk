@@ -11,6 +11,7 @@ localrules:
 rule inan_train:
     input:
         corpus=R(paths.DATA_CORPUS),
+        checked=plan_check(inan_table1_check),
     output:
         metrics=R(paths.INAN_TABLE1_METRICS),
         history=R(paths.INAN_TABLE1_HISTORY),
@@ -40,6 +41,7 @@ rule inan_train:
 rule inan_ablation_train:
     input:
         corpus=R(paths.DATA_CORPUS),
+        checked=plan_check(inan_ablation_check),
     output:
         metrics=R(paths.INAN_ABLATION_METRICS),
     wildcard_constraints:
@@ -105,6 +107,7 @@ rule inan_ablation_table:
 rule inan_subspace_point:
     input:
         corpus=R(paths.DATA_CORPUS.format(dataset="ptb")),
+        checked=plan_check(inan_point_check),
     output:
         R(paths.INAN_POINT),
     wildcard_constraints:

@@ -78,6 +78,36 @@ def _engine_settings(spec_of):
     return settings
 
 
+def inan_table1_check(wc):
+    """Plan-time check of a Table 1 run: its memory estimate."""
+    check_lstm_memory(_engine_settings(inan_table1_spec)(wc), wc.dataset, INAN["threads"],
+                      f"Inan Table 1 run {wc.dataset}/{wc.size}_{wc.variant}")
+
+
+def inan_ablation_check(wc):
+    """Plan-time check of an ablation run: tau and gamma of its path against the size block's schema, memory."""
+    where = f"Inan ablation run {wc.dataset}/{wc.size}_{wc.variant}_tau{wc.tau}_gamma{wc.gamma}"
+    for key in ("tau", "gamma"):
+        check_wildcard(wc, key, f"inan.schema.yaml#/$defs/size/properties/{key}", where,
+                       "ask for e.g. .../small_real_tau10_gamma0.5/metrics.json, or list the value under "
+                       "inan.ablation.taus / gammas")
+    check_lstm_memory(_engine_settings(inan_ablation_spec)(wc), wc.dataset, INAN["threads"], where)
+
+
+def inan_point_check(wc):
+    """Plan-time check of a section 6.2 point: a defined reading, tau and beta of its path in range."""
+    where = f"Inan section 6.2 point {wc.reading}/tau{wc.tau}_beta{wc.beta}"
+    readings = INAN_SUB["readings"]
+    if wc.reading not in readings:
+        raise SettingError(f"{where}: unknown reading {wc.reading!r}{nearest(wc.reading, readings)}",
+                           f"use one of {', '.join(sorted(readings))}, or define it under inan.subspace.readings")
+    fix = "ask for e.g. .../zero_w_sgd/tau10_beta0.5.json, or list the value under inan.subspace.panel_a / panel_b"
+    check_wildcard(wc, "tau", "inan.schema.yaml#/properties/subspace/properties/panel_b/properties/taus/items",
+                   where, fix)
+    check_wildcard(wc, "beta", "inan.schema.yaml#/properties/subspace/properties/panel_a/properties/betas/items",
+                   where, fix)
+
+
 def inan_point_spec(wc):
     """One point of one reading: that reading's settings and seeds only (editing another reading, or the
     list of compared readings, reruns nothing here)."""

@@ -9,6 +9,8 @@ localrules:
 
 
 rule initial_loss_sweep:
+    input:
+        checked=plan_check(lambda wc: initial_loss_point_check(wc.width, f"initial-loss sweep point d={wc.width}")),
     output:
         csv=R(paths.IL_SWEEP),
         provenance=R(paths.IL_SWEEP_PROVENANCE),
@@ -80,6 +82,9 @@ rule initial_loss_figures:
 
 
 rule initial_loss_memory:
+    input:
+        checked=plan_check(lambda wc: initial_loss_point_check(IL["memory_benchmark"]["width"],
+                                                               "initial-loss memory benchmark")),
     output:
         R(paths.IL_MEMORY),
     params:

@@ -9,6 +9,7 @@ localrules:
 rule press_wolf_train:
     input:
         corpus=R(paths.DATA_CORPUS.format(dataset=PW["dataset"])),
+        checked=plan_check(press_wolf_check),
     output:
         metrics=R(paths.PW_METRICS),
         history=R(paths.PW_HISTORY),

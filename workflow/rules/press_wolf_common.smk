@@ -1,5 +1,5 @@
 # Press & Wolf: config view, target list and run-spec functions used by press_wolf.smk.
-from replicate.press_wolf.cells import cell_settings
+from replicate.press_wolf.cells import cell_settings, parse_cell
 
 PW = config["press_wolf"]
 PW_RUNS = expand(R(paths.PW_METRICS), cell=PW["cells"] + PW["ablations"],
@@ -8,6 +8,15 @@ PW_RUNS = expand(R(paths.PW_METRICS), cell=PW["cells"] + PW["ablations"],
 
 def press_wolf_settings(wildcards):
     return cell_settings(wildcards.cell, PW["overrides"], seed=int(wildcards.seed))
+
+
+def press_wolf_check(wildcards):
+    """Plan-time check of one run: the cell's @overrides against lstm.schema.yaml, its memory estimate."""
+    where = f"Press & Wolf run {wildcards.cell}/seed{wildcards.seed}"
+    SCHEMAS.check_mapping(parse_cell(wildcards.cell)[1], "lstm.schema.yaml", where=where,
+                          fix="change the value after @ in the cell name (every engine key and its range: "
+                              "config/README.md, section lstm)")
+    check_lstm_memory(press_wolf_settings(wildcards), PW["dataset"], PW["threads"], where)
 
 
 def press_wolf_spec(wildcards):

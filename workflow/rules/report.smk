@@ -24,7 +24,8 @@ REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", "press_
 
 rule report_learning_curves:
     input:
-        lambda wildcards: press_wolf_histories(),
+        histories=lambda wildcards: press_wolf_histories(),
+        paper="paper/reference/press_wolf_table6.csv",
     output:
         report(
             R(paths.png(paths.PW_LEARNING_CURVES)),
@@ -40,7 +41,8 @@ rule report_learning_curves:
     log:
         "results/logs/report/learning_curves.log",
     shell:
-        "python -m replicate report learning-curves --out-stem {params.stem:q} {input} > {log} 2>&1"
+        "python -m replicate report learning-curves --out-stem {params.stem:q} --paper {input.paper:q} "
+        "{input.histories} > {log} 2>&1"
 
 
 rule report:

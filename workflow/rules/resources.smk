@@ -6,6 +6,10 @@
 # `--resources mem_mb=...`; `gpu` only if you pass `--resources gpu=N` (see README "Running on a cluster").
 from replicate import resources as _res
 from replicate.lstm.config import resolve as _lstm_resolve
+from replicate.validate import check_memory
+
+MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
+              "(e.g. --config max_job_memory_gib=128) if the machine or cluster node has the memory")
 
 # 'cuda' when the config asks for a GPU (device: cuda or cuda:N), else 'cpu'.
 DEVICE_KIND = _res.device_kind(config["device"])
@@ -19,10 +23,21 @@ def train_gpus(wildcards):
     return 1 if DEVICE_KIND == "cuda" else 0
 
 
-def _lstm(settings_of, dataset, wildcards, threads):
-    shape = _res.corpus_shape(dataset(wildcards) if callable(dataset) else dataset)
-    model, train = _lstm_resolve(settings_of(wildcards), shape["vocab"])
+def lstm_estimate_of(settings, dataset, threads):
+    """The resource estimate of training one LSTM with ``settings`` on ``dataset``."""
+    shape = _res.corpus_shape(dataset)
+    model, train = _lstm_resolve(settings, shape["vocab"])
     return _res.lstm_estimate(model, train, shape, DEVICE_KIND, threads)
+
+
+def _lstm(settings_of, dataset, wildcards, threads):
+    return lstm_estimate_of(settings_of(wildcards), dataset(wildcards) if callable(dataset) else dataset, threads)
+
+
+def check_lstm_memory(settings, dataset, threads, where):
+    """Refuse an LSTM run whose estimated memory is over max_job_memory_gib (a SettingError naming it)."""
+    check_memory(lstm_estimate_of(settings, dataset, threads).mem_mb, config["max_job_memory_gib"], where=where,
+                 fix=MEMORY_FIX)
 
 
 def lstm_mem_mb(settings_of, dataset):
@@ -43,6 +58,12 @@ def lstm_runtime(settings_of, dataset):
         return _lstm(settings_of, dataset, wildcards, threads).for_attempt(attempt).runtime_min
 
     return runtime
+
+
+def check_sweep_memory(section, width, where):
+    """Refuse an initial-loss sweep point whose estimated memory is over max_job_memory_gib."""
+    check_memory(_res.sweep_estimate(section, width).mem_mb, config["max_job_memory_gib"], where=where,
+                 fix=MEMORY_FIX)
 
 
 def sweep_mem_mb(section):

@@ -16,6 +16,7 @@ localrules:
 rule scale_train:
     input:
         corpus=R(paths.DATA_CORPUS),
+        checked=plan_check(scale_train_check),
     output:
         metrics=R(paths.SCALE_METRICS),
         summary=R(paths.SCALE_SUMMARY),
@@ -105,6 +106,7 @@ rule scale_embeddings:
 rule scale_transformer:
     input:
         corpus=R(paths.DATA_CORPUS.format(dataset=SC_TF["dataset"])),
+        checked=plan_check(scale_transformer_check),
     output:
         summary=R(paths.SCALE_TRANSFORMER_SUMMARY),
         curve=R(paths.SCALE_TRANSFORMER_CURVE),

@@ -1,5 +1,6 @@
 # Scale study and embedding analysis: config views, run lists and targets used by scale.smk.
-from replicate.scale.study import analysis_points, lstm_grid, run_dir, train_spec, transformer_spec
+from replicate.scale.study import (analysis_points, lstm_grid, lstm_overrides, run_dir, run_settings, train_spec,
+                                   train_tokens_for, transformer_spec)
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
@@ -12,6 +13,24 @@ SC_TF_RUNS = (
 )
 # What a training job depends on (table/figure settings stay out: editing them retrains nothing).
 SC_LSTM_CODE = code_version("scale.embeddings", "scale.study", "scale.cli", *LSTM_RUN_MODULES)
+
+
+def scale_train_check(wc):
+    """Plan-time check of one LSTM run: data percentage and hidden size of its path in range, its memory."""
+    where = f"scale run {wc.dataset}/p{wc.pct}_h{wc.hidden}_{wc.variant}/seed{wc.seed}"
+    fix = "ask for e.g. results/scale/runs/ptb/p25_h400_tied/seed1/summary.json, or change the scale section"
+    pct = check_wildcard(wc, "pct", "scale.schema.yaml#/properties/model/properties/pct", where, fix)
+    hidden = check_wildcard(wc, "hidden", "scale.schema.yaml#/properties/model/properties/hiddens/items", where, fix)
+    lstm = {"size": SC["lstm"]["size"], "overrides": lstm_overrides(SC["lstm"], pct)}
+    tokens = train_tokens_for(corpus_shape(wc.dataset)["train"], pct)
+    check_lstm_memory(run_settings(lstm, hidden, wc.variant, int(wc.seed), tokens), wc.dataset, SC["threads"], where)
+
+
+def scale_transformer_check(wc):
+    """Plan-time check of one transformer run: the init std of its path."""
+    check_wildcard(wc, "std", "scale.schema.yaml#/properties/transformer/properties/stds/items",
+                   f"scale transformer run {wc.variant}_std{wc.std}/seed{wc.seed}",
+                   "ask for e.g. results/scale/transformer/tied_std0.02/seed1/summary.json")
 
 
 def scale_targets():

@@ -1,0 +1,63 @@
+"""Is the augmented loss's soft target informative? Statistics of y~ = softmax(L^T u / tau) for a trained
+input embedding.
+
+The augmented loss relies on y~ putting its mass on words similar to the target. If the input embeddings
+are small, L^T u / tau is nearly constant over the vocabulary and y~ is nearly uniform: the AL then acts
+as a confidence penalty (it pulls the prediction towards uniform at temperature tau), not as the
+word-similarity target the paper describes. Per target word t (u = E[t], E = L^T the |V| x d embedding
+weight), three numbers:
+
+- ``entropy_ratio``: H(y~) / log |V| (1 = uniform, 0 = all mass on one word);
+- ``target_mass``: y~_t, the mass on the target word itself (uniform: 1 / |V|);
+- ``top_mass``: the mass on the k most probable words (uniform: k / |V|).
+
+They are averaged over the target tokens of a split (each word weighted by how often it is a target),
+and over the vocabulary (every word once). Only (chunk, |V|) rows are formed at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+@torch.no_grad()
+def word_stats(embedding: torch.Tensor, tau: float, top_k: int = 10, chunk: int = 1024) -> dict[str, torch.Tensor]:
+    """Per vocabulary word t: entropy_ratio, target_mass, top_mass of y~ = softmax(E E[t] / tau)."""
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    emb = embedding.detach().to(torch.float64)
+    vocab = emb.shape[0]
+    if not 1 <= top_k <= vocab:
+        raise ValueError(f"top_k must be in [1, {vocab}], got {top_k}")
+    out = {"entropy_ratio": [], "target_mass": [], "top_mass": []}
+    for start in range(0, vocab, chunk):
+        rows = torch.arange(start, min(start + chunk, vocab))
+        log_p = torch.log_softmax(emb[rows] @ emb.t() / tau, dim=-1)
+        p = log_p.exp()
+        out["entropy_ratio"].append(-(p * log_p).sum(-1) / math.log(vocab))
+        out["target_mass"].append(p.gather(1, rows.unsqueeze(1)).squeeze(1))
+        out["top_mass"].append(p.topk(top_k, dim=-1).values.sum(-1))
+    return {k: torch.cat(v) for k, v in out.items()}
+
+
+def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None = None, top_k: int = 10,
+              chunk: int = 1024) -> dict[str, float]:
+    """Means of the three statistics over the vocabulary (``vocab_*``) and, given a split's target tokens,
+    weighted by how often each word is a target (``token_*``); the uniform distribution's values beside
+    them, and the mean row norm of the embedding."""
+    stats = word_stats(embedding, tau, top_k, chunk)
+    vocab = embedding.shape[0]
+    out: dict[str, float] = {"tau": float(tau), "top_k": int(top_k), "vocab_size": int(vocab),
+                             "embedding_norm_mean": float(embedding.detach().to(torch.float64).norm(dim=1).mean())}
+    weights = None
+    if targets is not None:
+        counts = torch.bincount(targets.reshape(-1).long(), minlength=vocab).to(torch.float64)
+        weights = counts / counts.sum()
+    for name, values in stats.items():
+        out[f"vocab_{name}"] = float(values.mean())
+        if weights is not None:
+            out[f"token_{name}"] = float((values * weights).sum())
+    out.update(uniform_entropy_ratio=1.0, uniform_target_mass=1.0 / vocab, uniform_top_mass=top_k / vocab)
+    return out

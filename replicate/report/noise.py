@@ -1,0 +1,142 @@
+"""Seed noise measured from the repeated runs a results folder holds, one pool per protocol.
+
+A run is a ``metrics.json`` under ``press_wolf/<cell>/seed<k>/`` or ``inan/table1/<data set>/<row>[/seed<k>]/``
+(seed from the folder, else from its ``settings``). Runs of the same cell id (overrides included) form a
+group; a group with two or more seeds is a repeat. The protocol of a run is its experiment plus the
+cell's overrides (``press_wolf`` for the cells' own settings, ``press_wolf@epochs=2`` for a 2-epoch
+variant): runs at other settings never lend their noise to a claim.
+
+Per protocol and metric the pooled relative seed standard deviation is
+``s = sqrt(sum over groups and seeds of (x / group mean - 1)^2 / sum over groups of (n - 1))``. The
+allowance on a difference between two rows at perplexity level ``L`` with ``n_a`` and ``n_b`` seeds is
+``2 s L sqrt(1/n_a + 1/n_b)``: two standard errors of the difference, the rule the scale study uses
+for its slopes. Each run's cost is read from its Snakemake benchmark file (``benchmarks/<run>.tsv``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+METRICS = ("valid_ppl", "test_ppl", "train_ppl")
+RUN_GLOBS = ("press_wolf/*/seed*/metrics.json", "inan/table1/*/*/metrics.json", "inan/table1/*/*/seed*/metrics.json")
+PROTOCOL_NAMES = {"press_wolf": ("Press & Wolf cells at the paper's settings", "Press & Wolf cells with"),
+                  "inan_table1": ("Inan et al. Table 1 rows at this protocol", "Inan et al. Table 1 rows with")}
+
+
+@dataclass
+class Pool:
+    """The repeated runs at one protocol."""
+    protocol: str
+    groups: dict[str, dict[int, dict]] = field(default_factory=dict)   # cell -> seed -> metrics
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    timed: int = 0                                                    # runs with a benchmark file
+
+    @property
+    def repeated(self) -> dict[str, dict[int, dict]]:
+        return {c: s for c, s in self.groups.items() if len(s) >= 2}
+
+    def runs(self) -> list[str]:
+        return [f"{c}/seed{k}" for c, seeds in sorted(self.repeated.items()) for k in sorted(seeds)]
+
+    def dof(self, metric: str = "valid_ppl") -> int:
+        return sum(len(self._values(s, metric)) - 1 for s in self.repeated.values() if len(self._values(s, metric)) > 1)
+
+    @staticmethod
+    def _values(seeds: dict[int, dict], metric: str) -> list[float]:
+        return [float(m[metric]) for m in seeds.values() if m.get(metric) is not None]
+
+    def rel_sd(self, metric: str = "valid_ppl") -> float | None:
+        """Pooled relative seed standard deviation of ``metric`` (None without a repeat)."""
+        num = 0.0
+        for seeds in self.repeated.values():
+            xs = self._values(seeds, metric)
+            if len(xs) > 1:
+                mean = sum(xs) / len(xs)
+                num += sum((x / mean - 1) ** 2 for x in xs)
+        dof = self.dof(metric)
+        return math.sqrt(num / dof) if dof else None
+
+    def label(self) -> str:
+        base, _, over = self.protocol.partition("@")
+        plain, varied = PROTOCOL_NAMES.get(base, (base, f"{base} with"))
+        return f"{varied} {over.replace('@', ', ')}" if over else plain
+
+
+def protocol_of(experiment: str, cell: str) -> str:
+    """``press_wolf`` / ``press_wolf@epochs=2``: the experiment and the cell's overrides."""
+    _, at, over = cell.partition("@")
+    return f"{experiment}{at}{over}"
+
+
+def _benchmark(root: Path, run_dir: Path) -> tuple[float, float] | None:
+    path = root / "benchmarks" / run_dir.relative_to(root).with_suffix(".tsv")
+    if not path.is_file():
+        return None
+    frame = pd.read_csv(path, sep="\t")
+    wall = pd.to_numeric(frame.get("s"), errors="coerce").mean()
+    cpu = pd.to_numeric(frame.get("cpu_time"), errors="coerce").mean()
+    return (float(wall), float(cpu)) if pd.notna(wall) else None
+
+
+def scan(root: str | Path) -> dict[str, Pool]:
+    """Every protocol's pool of runs under ``root`` (protocols without a repeat included, empty)."""
+    root = Path(root)
+    pools: dict[str, Pool] = {}
+    paths = sorted({p for g in RUN_GLOBS for p in root.glob(g)})
+    for path in paths:
+        try:
+            m = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        run_dir = path.parent
+        seed_dir = re.fullmatch(r"seed(\d+)", run_dir.name)
+        cell_dir = run_dir.parent if seed_dir else run_dir
+        seed = int(seed_dir.group(1)) if seed_dir else (m.get("settings") or {}).get("seed", 1)
+        experiment = "press_wolf" if path.relative_to(root).parts[0] == "press_wolf" else "inan_table1"
+        cell = cell_dir.name if experiment == "press_wolf" else f"{cell_dir.parent.name}/{cell_dir.name}"
+        pool = pools.setdefault(protocol_of(experiment, cell), Pool(protocol_of(experiment, cell)))
+        pool.groups.setdefault(cell, {})[int(seed)] = {k: m.get(k) for k in METRICS}
+        cost = _benchmark(root, run_dir)
+        if cost is not None:
+            pool.groups[cell][int(seed)]["_cost"] = cost
+    for pool in pools.values():
+        for seeds in pool.repeated.values():
+            for metrics in seeds.values():
+                if "_cost" in metrics:
+                    pool.wall_s += metrics["_cost"][0]
+                    pool.cpu_s += metrics["_cost"][1]
+                    pool.timed += 1
+    return pools
+
+
+@dataclass
+class Allowance:
+    value: float | None     # None: no repeated run at the protocols tried
+    note: str               # one line: where it comes from, or why there is none
+
+
+def allowance(pools: dict[str, Pool], protocols: list[str], level: float, n_a: int, n_b: int,
+              metric: str = "valid_ppl") -> Allowance:
+    """The allowance on a difference at ``level`` from the first protocol in ``protocols`` with a repeat
+    (the first is the claim's own; any later one is named as borrowed)."""
+    for i, key in enumerate(protocols):
+        pool = pools.get(key)
+        s = pool.rel_sd(metric) if pool else None
+        if s is None:
+            continue
+        value = 2 * s * level * math.sqrt(1 / n_a + 1 / n_b)
+        how = "" if i == 0 else f"borrowed: no repeated run at {_name(protocols[0])}; "
+        return Allowance(value, f"{how}seed sd {s:.2%} of {metric.split('_')[0]} ppl from {pool.label()} "
+                                f"({len(pool.runs())} runs, {pool.dof(metric)} dof)")
+    return Allowance(None, "no repeated run at " + " nor at ".join(_name(p) for p in protocols))
+
+
+def _name(protocol: str) -> str:
+    return Pool(protocol).label()

@@ -1,0 +1,169 @@
+"""Plan-time checks of user-supplied values against the config's JSON Schemas (workflow/schemas/).
+
+A value that reaches the workflow from a target's path (a cell's ``@key=value``, a tau, a data percentage,
+a width) is checked here against the same schema node that checks the config, with the same bounds, before
+any job starts; so is a run's estimated memory (``replicate.resources``) against the configured limit.
+Every refusal is a ``SettingError`` that names where the value came from, the key, the value, what is
+allowed and how to fix it. Imports nothing heavy (the workflow calls it while it builds the DAG).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+import jsonschema
+import yaml
+from referencing import Registry, Resource
+
+from replicate.errors import ReplicateError
+
+
+class SettingError(ReplicateError):
+    """A user-supplied value the schemas, or the memory limit, do not allow."""
+
+
+def parse_text(raw: str) -> Any:
+    """A value written in a path or a cell name: true/false, null, an int, a float, else the string."""
+    low = raw.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "null":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def nearest(key: str, choices) -> str:
+    """' (did you mean X?)' for the closest of ``choices``, or '' when none is close."""
+    close = difflib.get_close_matches(key, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def describe(node: dict[str, Any]) -> str:
+    """What a (resolved) schema node allows, in words: 'an integer from 1 to 16384', 'one of a, b'."""
+    if "oneOf" in node or "anyOf" in node:
+        return " or ".join(describe(n) for n in node.get("oneOf", node.get("anyOf")))
+    if "enum" in node:
+        return "one of " + ", ".join(str(v) for v in node["enum"])
+    types = node.get("type", [])
+    types = [types] if isinstance(types, str) else list(types)
+    nullable = "null" in types
+    types = [t for t in types if t != "null"]
+    words = {"integer": "an integer", "number": "a number", "boolean": "true or false", "string": "a string",
+             "array": "a list", "object": "a mapping"}
+    text = " or ".join(words.get(t, t) for t in types) or "a value"
+    bounds = _bounds(node)
+    if bounds:
+        text += " " + bounds
+    return text + (" (or null)" if nullable else "")
+
+
+def _bounds(node: dict[str, Any]) -> str:
+    lo, hi = node.get("minimum"), node.get("maximum")
+    xlo, xhi = node.get("exclusiveMinimum"), node.get("exclusiveMaximum")
+    if lo is not None and hi is not None:
+        return f"from {lo} to {hi}"
+    if lo is not None and xhi is not None:
+        return f"in [{lo}, {xhi})"
+    if xlo is not None and hi is not None:
+        return f"in ({xlo}, {hi}]"
+    parts = [f">= {lo}" if lo is not None else "", f"> {xlo}" if xlo is not None else "",
+             f"<= {hi}" if hi is not None else "", f"< {xhi}" if xhi is not None else ""]
+    return " and ".join(p for p in parts if p)
+
+
+class Schemas:
+    """The schema files of one folder, addressed as ``'file.schema.yaml#/json/pointer'`` (``$ref`` followed)."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory).resolve()
+        self.registry = Registry(retrieve=self._retrieve)
+
+    def _retrieve(self, uri: str) -> Resource:
+        return Resource.from_contents(_load(url2pathname(urlparse(uri).path)))
+
+    def _uri(self, ref: str) -> str:
+        name, _, pointer = ref.partition("#")
+        return (self.directory / name).as_uri() + "#" + pointer
+
+    def node(self, ref: str) -> dict[str, Any]:
+        """The schema node at ``ref``, with ``$ref`` chains resolved (for messages)."""
+        resolved = self.registry.resolver().lookup(self._uri(ref))
+        contents = dict(resolved.contents)
+        while "$ref" in contents:
+            inner = resolved.resolver.lookup(contents.pop("$ref"))
+            contents = {**inner.contents, **contents}
+            resolved = inner
+        return contents
+
+    def check(self, value: Any, ref: str, *, key: str, where: str, fix: str) -> Any:
+        """``value`` if the node at ``ref`` allows it, else a SettingError naming key, value and range."""
+        validator = jsonschema.Draft202012Validator({"$ref": self._uri(ref)}, registry=self.registry)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        if error is not None:
+            node = self.node(ref)
+            meaning = f" ({_first_clause(node['description'])})" if node.get("description") else ""
+            raise SettingError(f"{where}: {key}={value!r} is not allowed: {error.message}; "
+                               f"{key} must be {describe(node)}{meaning}", fix)
+        return value
+
+    def check_config(self, data: dict[str, Any], name: str, prefix: str = "") -> None:
+        """Refuse a config (section) that the schema file ``name`` does not allow, naming the key path, the
+        value and what is allowed (an unknown key with the nearest known one); nothing when it is valid."""
+        validator = jsonschema.Draft202012Validator({"$ref": self._uri(name)}, registry=self.registry)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        if error is None:
+            return
+        path = ".".join([prefix, *map(str, error.absolute_path)]).strip(".")
+        fix = "change it in your config file (or --config); every key: config/README.md"
+        if error.validator == "additionalProperties":
+            known = error.schema.get("properties", {})
+            key = next(k for k in error.instance if k not in known)
+            raise SettingError(f"config: unknown key {'.'.join(filter(None, [path, key]))!r}{nearest(key, known)}",
+                               f"use one of {', '.join(sorted(known))}")
+        if error.validator == "required":
+            raise SettingError(f"config: {path or 'top level'}: {error.message}", fix)
+        if error.validator == "not":  # propertyNames: a key set elsewhere (see the section's description)
+            raise SettingError(f"config: key {path}.{error.instance} is not allowed here", fix)
+        node = error.parent.schema if error.parent is not None else error.schema  # oneOf: all branches
+        allowed = describe(node) if {"type", "enum", "oneOf", "anyOf"} & set(node) else ""
+        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {error.message}"
+                           + (f"; {path} must be {allowed}" if allowed else ""), fix)
+
+    def check_mapping(self, values: dict[str, Any], ref: str, *, where: str, fix: str) -> dict[str, Any]:
+        """Every key of ``values`` known to the object node at ``ref`` (a node with ``properties`` of its own)
+        or refused with the nearest known key suggested; every value allowed by its property's node."""
+        known = self.node(ref).get("properties", {})
+        for key, value in values.items():
+            if key not in known:
+                raise SettingError(f"{where}: unknown key {key!r}{nearest(key, known)}",
+                                   f"use one of {', '.join(sorted(known))}")
+            self.check(value, f"{ref.rstrip('/')}{'' if '#' in ref else '#'}/properties/{key}", key=key,
+                       where=where, fix=fix)
+        return values
+
+
+def _first_clause(text: str) -> str:
+    return text.split(";")[0].split(". ")[0].rstrip(".")
+
+
+@functools.cache
+def _load(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def check_memory(mem_mb: int, limit_gib: float, *, where: str, fix: str) -> None:
+    """Refuse a run whose estimated memory (MB, as replicate.resources estimates) is above the limit."""
+    if mem_mb > limit_gib * 1024:
+        raise SettingError(f"{where}: estimated memory {mem_mb / 1024:.1f} GiB (replicate/resources.py) is over "
+                           f"max_job_memory_gib = {limit_gib} GiB", fix)

@@ -1,0 +1,72 @@
+"""Soft-target statistics of the augmented loss on embeddings with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from replicate.inan.soft_target import summarise, word_stats
+
+
+def test_zero_embedding_gives_the_uniform_distribution():
+    v = 50
+    s = summarise(torch.zeros(v, 8), tau=10.0, targets=torch.randint(0, v, (200,)), top_k=10)
+    assert s["vocab_entropy_ratio"] == pytest.approx(1.0)
+    assert s["token_target_mass"] == pytest.approx(1 / v) and s["uniform_target_mass"] == pytest.approx(1 / v)
+    assert s["vocab_top_mass"] == pytest.approx(10 / v)
+
+
+def test_orthogonal_words_have_the_closed_form_target_mass():
+    """E = s * I (|V| = d): the logits of word t are s^2/tau on t and 0 elsewhere, so
+    y~_t = e^(s^2/tau) / (e^(s^2/tau) + |V| - 1) and the entropy has a closed form too."""
+    v, s, tau = 20, 3.0, 2.0
+    st = word_stats(s * torch.eye(v), tau, top_k=1, chunk=7)  # chunks that do not divide |V|
+    a = math.exp(s * s / tau)
+    p_t, p_o = a / (a + v - 1), 1 / (a + v - 1)
+    entropy = -(p_t * math.log(p_t) + (v - 1) * p_o * math.log(p_o))
+    assert st["target_mass"] == pytest.approx(torch.full((v,), p_t, dtype=torch.float64))
+    assert st["top_mass"] == pytest.approx(torch.full((v,), p_t, dtype=torch.float64))
+    assert st["entropy_ratio"] == pytest.approx(torch.full((v,), entropy / math.log(v), dtype=torch.float64))
+
+
+def test_token_weighting_follows_target_frequencies():
+    """Word 0 informative (large norm), the rest zero: its weight in the token mean is its frequency."""
+    v = 10
+    emb = torch.zeros(v, 4)
+    emb[0, 0] = 10.0
+    targets = torch.tensor([0] * 3 + [1] * 7)
+    s = summarise(emb, tau=1.0, targets=targets)
+    per_word = word_stats(emb, 1.0)["target_mass"]
+    assert s["token_target_mass"] == pytest.approx(0.3 * float(per_word[0]) + 0.7 * float(per_word[1]))
+    assert s["vocab_target_mass"] == pytest.approx(float(per_word.mean()))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        word_stats(torch.zeros(5, 2), tau=0.0)
+    with pytest.raises(ValueError):
+        word_stats(torch.zeros(5, 2), tau=1.0, top_k=6)
+
+
+def test_cli_reads_a_run_folder(tmp_path):
+    from replicate.inan.cli import main
+    from replicate.io import torch_save, write_json
+
+    v = 12
+    torch_save(tmp_path / "corpus.pt", {"vocab": [f"w{i}" for i in range(v)], "train": torch.arange(v).repeat(3),
+                                        "valid": torch.arange(v), "test": torch.arange(v)})
+    run = tmp_path / "small_al"
+    torch_save(run / "checkpoint.pt", {"model": {"embedding.weight": torch.zeros(v, 3)}, "epoch": 2})
+    write_json(run / "metrics.json", {"valid_ppl": 99.0, "inan": {"variant": "al", "tau": 10.0,
+                                                                    "soft_target_grad": False}})
+    out = tmp_path / "soft.csv"
+    assert main(["soft-target", "--corpus", str(tmp_path / "corpus.pt"), "--top-k", "2", "--tau", "5", "10",
+                 "--out", str(out), str(run)]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    assert list(df["tau"]) == [5.0, 10.0] and (df["variant"] == "al").all() and (df["epochs_done"] == 2).all()
+    assert df["token_entropy_ratio"].tolist() == pytest.approx([1.0, 1.0])
+    assert (tmp_path / "soft.csv.provenance.json").is_file()

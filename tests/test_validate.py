@@ -1,0 +1,85 @@
+"""Plan-time checks (replicate/validate.py): schema nodes, messages that name key, value and range."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT
+from replicate.lstm.config import ModelConfig, TrainConfig
+from replicate.press_wolf.cells import CELL_KEYS
+from replicate.validate import Schemas, SettingError, check_memory, describe, nearest, parse_text
+
+SCHEMAS = Schemas(REPO_ROOT / "workflow" / "schemas")
+
+
+def test_engine_schema_has_exactly_the_overridable_keys():
+    """lstm.schema.yaml describes every engine key a run may override, and no other (seed: the folder)."""
+    with open(REPO_ROOT / "workflow/schemas/lstm.schema.yaml") as fh:
+        keys = set(yaml.safe_load(fh)["properties"])
+    assert keys == set(CELL_KEYS)
+    assert "seed" not in keys and "vocab_size" not in keys
+
+
+def test_engine_schema_has_no_defaults():
+    """A default in lstm.schema.yaml would be written into every run's overrides (and change its spec)."""
+    assert all("default" not in node for node in SCHEMAS.node("lstm.schema.yaml")["properties"].values())
+
+
+def test_engine_defaults_are_allowed():
+    """The dataclasses' own defaults pass the schema (the bounds refuse nothing the engine runs by default)."""
+    for cls in (ModelConfig, TrainConfig):
+        for field in dataclasses.fields(cls):
+            if field.name in CELL_KEYS:
+                SCHEMAS.check(field.default, f"lstm.schema.yaml#/properties/{field.name}", key=field.name,
+                              where="default", fix="-")
+
+
+@pytest.mark.parametrize("raw,value", [("true", True), ("False", False), ("null", None), ("3", 3),
+                                       ("0.05", 0.05), ("-5", -5), ("1e-3", 1e-3), ("none", "none"),
+                                       ("fast", "fast")])
+def test_parse_text(raw, value):
+    assert parse_text(raw) == value and type(parse_text(raw)) is type(value)
+
+
+@pytest.mark.parametrize("ref,words", [
+    ("lstm.schema.yaml#/properties/hidden_size", "an integer from 1 to 16384"),
+    ("lstm.schema.yaml#/properties/dropout_rate", "a number in [0, 1)"),
+    ("lstm.schema.yaml#/properties/pr_lambda", "a number >= 0 (or null)"),
+    ("lstm.schema.yaml#/properties/tying", "one of untied, tied, tied_nobias"),
+    ("scale.schema.yaml#/properties/model/properties/hiddens/items", "an integer from 1 to 16384"),
+    ("scale.schema.yaml#/properties/transformer/properties/stds/items",
+     "a number > 0 or one of inv_sqrt_d, log_n_over_d"),
+])
+def test_describe_follows_refs(ref, words):
+    assert describe(SCHEMAS.node(ref)) == words
+
+
+@pytest.mark.parametrize("value,key,words", [
+    (-5, "hidden_size", ["run X", "hidden_size=-5", "less than the minimum of 1", "from 1 to 16384"]),
+    (-0.1, "dropout_rate", ["dropout_rate=-0.1", "[0, 1)"]),
+    ("fast", "lr", ["lr='fast'", "not of type 'number'", "a number > 0"]),
+    ("wide", "tying", ["tying='wide'", "one of untied, tied, tied_nobias"]),
+    (2.5, "epochs", ["epochs=2.5", "an integer"]),
+])
+def test_refusal_names_key_value_and_range(value, key, words):
+    with pytest.raises(SettingError) as err:
+        SCHEMAS.check(value, f"lstm.schema.yaml#/properties/{key}", key=key, where="run X", fix="do Y")
+    message = str(err.value)
+    for word in [*words, "fix: do Y"]:
+        assert word in message, f"{word!r} not in {message!r}"
+
+
+def test_unknown_key_suggests_the_nearest():
+    with pytest.raises(SettingError, match=r"unknown key 'lamda' \(did you mean 'pr_lambda'\?\)"):
+        SCHEMAS.check_mapping({"epochs": 2, "lamda": 1}, "lstm.schema.yaml", where="run X", fix="-")
+    assert SCHEMAS.check_mapping({"epochs": 2, "pr_lambda": None}, "lstm.schema.yaml", where="X", fix="-")
+    assert nearest("zzzz", ["epochs", "lr"]) == ""
+
+
+def test_memory_limit():
+    check_memory(2048, 2.0, where="run X", fix="-")  # exactly at the limit: allowed
+    with pytest.raises(SettingError, match=r"run X: estimated memory 2\.5 GiB .* over max_job_memory_gib = 2\.0 GiB"):
+        check_memory(2560, 2.0, where="run X", fix="-")
