@@ -109,6 +109,8 @@ def _cell_equals(cell: str, value) -> bool:
         return pd.isna(value)
     if cell.replace("\\|", "|") == str(value):
         return True
+    if cell.endswith(" %"):  # a ratio shown as a percentage
+        cell, value = cell[:-2], float(value) * 100
     try:
         shown, number = decimal.Decimal(cell), float(value)
     except (decimal.InvalidOperation, TypeError, ValueError):

@@ -68,7 +68,8 @@ VIEWS = {
 
 def fmt(value, percent: bool = False) -> str:
     """A table cell: integers as integers; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100
-    up, 2 from 1 up, 3 significant digits below, trailing zeros dropped (the paper's 92.6 stays 92.6)."""
+    up, 2 from 1 up, 3 significant digits below; trailing zeros dropped only where the value has no more
+    digits (the paper's 92.6 stays 92.6, a measured 150.02 reads 150.0)."""
     if isinstance(value, str):
         return value.replace("|", "\\|")
     if value is None or pd.isna(value):
@@ -80,7 +81,8 @@ def fmt(value, percent: bool = False) -> str:
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     text = f"{value:.1f}" if abs(value) >= 100 else f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
-    return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
+    short = text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
+    return short if abs(float(short) - value) <= 1e-9 * max(1.0, abs(value)) else text  # 92.6, but 150.0
 
 
 def _table(frame: pd.DataFrame, view: View) -> list[str]:
