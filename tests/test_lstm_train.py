@@ -60,6 +60,29 @@ def test_later_schedule_holds_lr_for_max_epoch_epochs():
     assert [lr_at(cfg, e) for e in range(6)] == pytest.approx([1, 1, 1, 1, 0.5, 0.25])
 
 
+def _port_lrs(interval: int, decay: float, epochs: int) -> list[float]:
+    """A plain transcription of the Keras port's LearningRateScheduler (called at the start of every
+    0-based epoch; it multiplies the running lr in place)."""
+    lr, out = 1.0, []
+    for epoch in range(epochs):
+        if epoch != 0 and (epoch + 1) % interval == 0:
+            lr *= decay
+        out.append(lr)
+    return out
+
+
+@pytest.mark.parametrize("interval, decay", [(5, 0.9), (10, 0.9), (1, 0.97), (2, 0.5)])
+def test_interval_schedule_matches_the_keras_port(interval, decay):
+    _, cfg = resolve({"size": "small", "schedule": "interval", "decay_interval": interval, "decay": decay,
+                      "epochs": 40}, vocab_size=V)
+    assert [lr_at(cfg, e) for e in range(40)] == pytest.approx(_port_lrs(interval, decay, 40))
+    # small: 4 epochs at lr 1, then x0.9 at the start of epochs 5, 10, 15, ... (1-based)
+    if (interval, decay) == (5, 0.9):
+        assert [lr_at(cfg, e) for e in range(11)] == pytest.approx([1] * 4 + [0.9] * 5 + [0.81] * 2)
+    with pytest.raises(ReplicateError, match="decay_interval"):
+        resolve({"size": "small", "schedule": "interval", "decay_interval": 0}, vocab_size=V)
+
+
 @pytest.mark.parametrize("form, default_lambda", [("authors_code", 1 / 6.5), ("squared", 0.15), ("unsquared", 0.15)])
 def test_pr_forms_default_lambda(form, default_lambda):
     assert TrainConfig(pr_form=form).pr_lambda == default_lambda

@@ -22,8 +22,10 @@ VARIATIONAL_MASKS = ("per_gate", "shared")
 # Learning-rate schedule: "r0.8" = lr * decay ** max(i - max_epoch, 0) for 0-based epoch i, i.e. the first
 # max_epoch + 1 epochs at lr (TF r0.8 PTB tutorial behind Press & Wolf's Table 6 scripts; Zaremba's Torch
 # and the Lua BD code decay after epoch max_epoch + 1 too); "later" = max(i + 1 - max_epoch, 0), the first
-# max_epoch epochs at lr (later TF tutorial versions).
-SCHEDULES = ("r0.8", "later")
+# max_epoch epochs at lr (later TF tutorial versions); "interval" = x decay once every decay_interval epochs,
+# as the one public (unofficial, Keras) implementation of Inan et al. does: at the start of every 0-based
+# epoch i >= 1 with (i + 1) % decay_interval == 0 (max_epoch unused).
+SCHEDULES = ("r0.8", "later", "interval")
 # Projection-regularisation penalty, added to the per-window cost (sum over steps of the batch-mean NLL):
 # authors_code: lambda * ||P||_F^2 / 2 / batch_size, lambda = 1/6.5 (Press & Wolf's released TF script:
 #     tf.nn.l2_loss(proj) / (batch_size * 6.5));
@@ -71,7 +73,8 @@ class TrainConfig:
     lr: float = 1.0
     max_epoch: int = 4  # epochs at the initial lr: max_epoch + 1 under schedule r0.8, max_epoch under later
     decay: float = 0.5  # per-epoch lr factor afterwards
-    schedule: str = "r0.8"  # r0.8 | later, see SCHEDULES
+    schedule: str = "r0.8"  # r0.8 | later | interval, see SCHEDULES
+    decay_interval: int = 1  # schedule interval only: epochs between two decays
     epochs: int = 13
     clip: float = 5.0  # global gradient norm
     weight_decay: float = 0.0  # as the Lua BD code: after the SGD step, p <- p - weight_decay * p (not x lr)
@@ -92,13 +95,19 @@ class TrainConfig:
             raise ReplicateError(f"unknown pr_form {self.pr_form!r}", f"use one of {sorted(PR_FORMS)}")
         if self.schedule not in SCHEDULES:
             raise ReplicateError(f"unknown schedule {self.schedule!r}", f"use one of {SCHEDULES}")
+        if int(self.decay_interval) < 1:
+            raise ReplicateError(f"decay_interval={self.decay_interval} is below 1", "use a whole number of epochs >= 1")
         if self.pr_lambda is None:
             self.pr_lambda = PR_FORMS[self.pr_form]
 
 
 def lr_at(cfg: TrainConfig, epoch: int) -> float:
     """Learning rate of 0-based ``epoch``: ``lr`` for the first max_epoch + 1 (schedule r0.8) or max_epoch
-    (later) epochs, then x ``decay`` per epoch."""
+    (later) epochs, then x ``decay`` per epoch; under interval, x ``decay`` once for every epoch j in
+    1..epoch with (j + 1) % decay_interval == 0, i.e. floor((epoch + 1) / n) - floor(1 / n) times."""
+    if cfg.schedule == "interval":
+        n = int(cfg.decay_interval)
+        return cfg.lr * cfg.decay ** ((epoch + 1) // n - 1 // n)
     held = cfg.max_epoch if cfg.schedule == "r0.8" else cfg.max_epoch - 1
     return cfg.lr * cfg.decay ** max(epoch - held, 0)
 

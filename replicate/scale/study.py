@@ -94,6 +94,9 @@ def lstm_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
                              "then no longer scale with the data fraction",
                              "drop max_batches, or set equal_updates: false")
     _, cfg = resolve({"size": lstm["size"], **overrides}, vocab_size=1)
+    if cfg.schedule == "interval":
+        raise ReplicateError("scale.lstm.equal_updates scales the held epochs of schedule r0.8 or later, "
+                             "not schedule interval", "use schedule later or r0.8, or set equal_updates: false")
     f = 100 / int(pct)
     first_decayed = 1 if cfg.schedule == "r0.8" else 0  # held epochs = max_epoch + first_decayed
     held = round_epochs((cfg.max_epoch + first_decayed) * f)

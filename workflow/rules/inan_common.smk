@@ -45,18 +45,20 @@ def inan_soft_target_grad(variant):
     return bool(switch.get(variant, False)) if isinstance(switch, dict) else bool(switch)
 
 
-def inan_size_settings(size, variant):
-    return {**INAN["sizes"][size], "soft_target_grad": inan_soft_target_grad(variant)}
+def inan_size_settings(dataset, size, variant):
+    """The size block, with the data set's ``dataset_overrides`` and the variant's soft-target switch."""
+    overrides = INAN["dataset_overrides"].get(dataset, {}).get(size, {})
+    return {**INAN["sizes"][size], **overrides, "soft_target_grad": inan_soft_target_grad(variant)}
 
 
 def inan_table1_spec(wc):
     return {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_T1["seed"],
-            "size_settings": inan_size_settings(wc.size, wc.variant), "reduction": INAN_T1["reduction"]}
+            "size_settings": inan_size_settings(wc.dataset, wc.size, wc.variant), "reduction": INAN_T1["reduction"]}
 
 
 def inan_ablation_spec(wc):
     spec = {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_AB["seed"],
-            "size_settings": inan_size_settings(wc.size, wc.variant), "reduction": INAN_AB["reduction"],
+            "size_settings": inan_size_settings(wc.dataset, wc.size, wc.variant), "reduction": INAN_AB["reduction"],
             "overrides": {**INAN_AB["overrides"], "tau": float(wc.tau), "gamma": float(wc.gamma)},
             "tag": f"tau{wc.tau}_gamma{wc.gamma}"}
     return spec
