@@ -33,6 +33,23 @@ def test_inan_ablation_smoke(smoke_run):
     assert df["valid_ppl"].gt(1).all() and df["best_valid"].sum() >= 1
 
 
+def test_inan_screen_smoke(smoke_run):
+    """The screen's table: one row per configured run, each with its own schedule and AL form, and the gain
+    over the VD run of the same schedule computed from the rows shown."""
+    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_screen.csv")
+    assert sorted(zip(df["variant"], df["tag"])) == [("al", "interval_grad"), ("vd", "interval"), ("vd", "later")]
+    row = df.set_index("tag")
+    assert row.loc["later", "schedule"] == "later" and row.loc["interval", "schedule"] == "interval"
+    assert bool(row.loc["interval_grad", "soft_target_grad"]) and not bool(row.loc["interval_grad", "prediction_bias"])
+    assert row.loc["interval_grad", "why"] == "gradient into y~"
+    vd = row.loc["interval", "valid_ppl"]
+    assert row.loc["interval_grad", "gain_over_vd"] == pytest.approx(vd - row.loc["interval_grad", "valid_ppl"])
+    assert row.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
+    # lr per epoch: interval halves after epoch 1 (decay_interval 1), later keeps lr 1 for max_epoch = 1 too
+    hist = pd.read_csv(smoke_run / "results" / "inan" / "screen" / "ptb" / "small_vd_interval" / "history.csv")
+    assert hist["lr"].tolist() == [1.0, 0.5]
+
+
 def test_inan_figure1_smoke(smoke_run):
     res = smoke_run / "results"
     df = pd.read_csv(res / "tables" / "inan_figure1.csv")

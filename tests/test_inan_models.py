@@ -72,11 +72,46 @@ def test_augmented_loss_hook_value_and_resume_guard():
     logits = torch.randn(5, 2, 13)
     targets = torch.randint(0, 13, (5, 2))
     got = al(logits, targets, None, model)
-    want = 0.5 * 3.0 * augmented_loss(logits, targets, model.embedding.weight, 3.0)
+    want = 0.5 * 3.0 * augmented_loss(logits - model.output_bias, targets, model.embedding.weight, 3.0)
     torch.testing.assert_close(got, want)
     al.load_state_dict(al.state_dict())  # same settings: fine
     with pytest.raises(ReplicateError):
         al.load_state_dict({**al.state_dict(), "tau": 4.0})
+
+
+def test_augmented_loss_prediction_is_the_papers_without_bias():
+    """y^ = softmax(W h / tau) (paper); with ``prediction_bias`` softmax((W h + b) / tau) (the earlier form)."""
+    torch.manual_seed(0)
+    model, al = _model("al")
+    with torch.no_grad():
+        model.decoder_bias.copy_(torch.randn(13) * 3)  # a unigram-like bias, far from zero
+    feats, targets = torch.randn(6, 8), torch.randint(0, 13, (6,))
+    logits = model.logits(feats)
+    # plain transcription of the paper's formula, from the features and W alone
+    w, emb, tau = model.output_weight, model.embedding.weight.detach(), 3.0
+    y_soft = torch.softmax(emb[targets] @ emb.t() / tau, dim=-1)
+    y_hat = torch.softmax(feats @ w.t() / tau, dim=-1)
+    kl = (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
+    torch.testing.assert_close(al(logits, targets, feats, model), 1.5 * kl)
+    # the bias gets no gradient from the AL in the paper's form
+    model.zero_grad()
+    al(model.logits(feats), targets, feats, model).backward()
+    assert float(model.decoder_bias.grad.abs().max()) < 1e-6
+    with_bias = AugmentedLoss(3.0, 0.5, prediction_bias=True)
+    y_hat_b = torch.softmax((feats @ w.t() + model.decoder_bias) / tau, dim=-1)
+    kl_b = (y_soft * (y_soft.log() - y_hat_b.log())).sum(-1).mean()
+    torch.testing.assert_close(with_bias(logits, targets, feats, model), 1.5 * kl_b)
+    assert float((kl_b - kl).detach().abs()) > 1e-3  # the two forms differ on this case
+    # a checkpoint from before the switch (no key) was trained with the bias: only that form resumes it
+    old = {"tau": 3.0, "gamma": 0.5, "soft_target_grad": False}
+    with_bias.load_state_dict(old)
+    with pytest.raises(ReplicateError):
+        al.load_state_dict(old)
+    # run_settings passes the switch through; +REAL has no bias, so the switch cannot change it
+    assert run_settings({**SIZE, "prediction_bias": True}, "small", "al", seed=1)[1].prediction_bias
+    real, al_real = _model("real")
+    torch.testing.assert_close(al_real(real.logits(feats), targets, feats, real),
+                               AugmentedLoss(3.0, 0.5, prediction_bias=True)(real.logits(feats), targets, feats, real))
 
 
 def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():

@@ -61,6 +61,27 @@ def test_soft_target_grad_per_variant(workflow_dir):
     assert all(s["size_settings"]["soft_target_grad"] for s in specs.values())
 
 
+def test_screen_runs_reach_their_jobs(workflow_dir):
+    """Each `inan.screen.runs` entry is one job: the screen's budget, then the run's own overrides, resolved
+    by the same run_settings the training job calls."""
+    from replicate.inan.train import run_settings
+
+    args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", "config/config.yaml"]
+    out = run_snakemake(args, cwd=workflow_dir).stdout
+    specs = {f"{s['variant']}_{s['tag']}": s
+             for s in (json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out))}
+    assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_later_nobias", "al_interval_bias",
+                          "al_interval_nobias_grad"}
+    resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
+                for k, s in specs.items()}
+    for engine, _ in resolved.values():
+        assert engine["max_train_tokens"] == 92959 and engine["epochs"] == 40 and engine["decay"] == 0.9
+    assert resolved["vd_interval"][0]["schedule"] == "interval" and resolved["vd_later"][0]["schedule"] == "later"
+    forms = {k: (al.soft_target_grad, al.prediction_bias) for k, (_, al) in resolved.items() if al is not None}
+    assert forms == {"al_interval_nobias": (False, False), "al_later_nobias": (False, False),
+                     "al_interval_bias": (False, True), "al_interval_nobias_grad": (True, False)}
+
+
 def test_bad_config_stops_with_cause(workflow_dir):
     (workflow_dir / "bad.yaml").write_text("protocol: reduced\ndata:\n  download_timeout: -1\n")
     proc = run_snakemake(["-n", "all", "--configfile", "bad.yaml"], cwd=workflow_dir, check=False)
@@ -86,6 +107,10 @@ PLAN_REFUSALS = [
      ["dropout_rate=1.5", "a number in [0, 1)"]),
     ("inan-zero-tau", "results/inan/ablation/ptb/small_real_tau0_gamma0.5/metrics.json", None,
      ["Inan ablation run", "tau=0", "a number > 0"]),
+    ("inan-screen-unknown-run", "results/inan/screen/ptb/small_al_interval_nobais/metrics.json", None,
+     ["Inan screening run", "no run al_interval_nobais", "'al_interval_nobias'"]),
+    ("inan-screen-bad-override", "all", "inan:\n  screen:\n    runs: [{variant: al, tag: x, overrides: {tua: 5}}]\n",
+     ["tua"]),
     ("inan-beta-above-one", "results/inan/subspace/zero_w_sgd/tau10_beta1.5.json", None,
      ["beta=1.5", "a number from 0 to 1"]),
     ("inan-unknown-reading", "results/inan/subspace/zero_w_sdg/tau10_beta0.5.json", None,

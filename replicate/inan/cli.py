@@ -1,4 +1,4 @@
-"""``python -m replicate inan <train|table1|ablation-table|subspace|figure1|readings-table|soft-target> ...``:
+"""``python -m replicate inan <train|table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target> ...``:
 what the rules call, and ``soft-target``, a diagnostic of trained runs."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def _train(args) -> int:
                       "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
                       "alpha": al.alpha if al else None,
                       "soft_target_grad": al.soft_target_grad if al else None,
+                      "prediction_bias": al.prediction_bias if al else None,
                       "reduction": spec.get("reduction")}
     rio.write_json(Path(args.out_dir) / "metrics.json", result)
     return 0
@@ -55,6 +56,18 @@ def _ablation(args) -> int:
     started = provenance.now()
     df = ablation(args.metrics, args.protocol)
     write_csv_with_provenance(args.out, df, load_spec(args.spec), started)
+    print(df.to_string(index=False))
+    return 0
+
+
+def _screen(args) -> int:
+    from replicate import provenance
+    from replicate.inan.report import screen
+
+    started = provenance.now()
+    spec = load_spec(args.spec)
+    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"))
+    write_csv_with_provenance(args.out, df, spec, started)
     print(df.to_string(index=False))
     return 0
 
@@ -154,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_train)
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
-                              ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity")):
+                              ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),
+                              ("screen-table", _screen, "short-scale screen: schedule and AL form")):
         p = sub.add_parser(name, help=help_)
         add_job_args(p, threads=False, device=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)

@@ -47,6 +47,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
         rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
                      "variant": info["variant"], "tau": info.get("tau"), "gamma": info.get("gamma"),
                      "alpha": info.get("alpha"), "soft_target_grad": info.get("soft_target_grad"),
+                     "prediction_bias": info.get("prediction_bias"),
                      "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
                      "epochs": m["resolved"]["train"]["epochs"], "params": m.get("num_parameters"),
@@ -65,7 +66,8 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
             "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "soft_target_grad", "dropout_rate", "embedding_dropout", "epochs", "protocol", "paper_source", "variant"]
+            "alpha", "soft_target_grad", "prediction_bias", "dropout_rate", "embedding_dropout", "epochs", "protocol",
+            "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
 
@@ -79,6 +81,37 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
     df = pd.DataFrame(rows).sort_values(["tau", "gamma"]).reset_index(drop=True)
     df["best_valid"] = df["valid_ppl"] == df["valid_ppl"].min()
     return df
+
+
+def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) -> pd.DataFrame:
+    """The short-scale screen: one row per run with its schedule and AL form, and its gain over the
+    VD-LSTM run of the same schedule (valid ppl of VD minus this run's; NaN without such a run).
+    ``runs_config``: the config's ``inan.screen.runs`` (for the ``why`` column)."""
+    why = {(r["variant"], r["tag"]): r.get("why", "") for r in runs_config or []}
+    rows = []
+    for path, m in zip(metrics_paths, _load(metrics_paths)):
+        info, train = m["inan"], m["resolved"]["train"]
+        history = Path(path).parent / "history.csv"
+        tag = m["run"].rsplit(f"_{info['variant']}_", 1)[-1]
+        sched = train["schedule"]
+        rows.append({"model": VARIANTS[info["variant"]]["label"], "variant": info["variant"], "tag": tag,
+                     "schedule": sched, "decay": train["decay"],
+                     "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
+                     "soft_target_grad": info.get("soft_target_grad"),
+                     "prediction_bias": info.get("prediction_bias"),
+                     "epochs": train["epochs"], "train_tokens": train.get("max_train_tokens"),
+                     "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
+                     "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
+                     "why": why.get((info["variant"], tag), ""), "protocol": protocol_label(protocol, m)})
+    df = pd.DataFrame(rows)
+    vd = df[df["variant"] == "vd"].groupby("schedule")["valid_ppl"].min()
+    df["gain_over_vd"] = df["schedule"].map(vd) - df["valid_ppl"]
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
+    cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "valid_ppl",
+            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "epochs", "train_tokens", "why", "protocol",
+            "variant"]
+    return df[cols].reset_index(drop=True)
 
 
 def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str):

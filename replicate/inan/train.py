@@ -22,7 +22,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # Code that decides a Table 1 / ablation run's numbers (the engine's math + the augmented loss)
 TRAIN_MODULES = ("inan.losses", "inan.train", *MATH_MODULES)
 # per-size keys that are Inan's (not engine settings)
-AL_KEYS = ("tau", "gamma", "soft_target_grad")
+AL_KEYS = ("tau", "gamma", "soft_target_grad", "prediction_bias")
 
 
 class AugmentedLoss:
@@ -30,27 +30,35 @@ class AugmentedLoss:
     it by T like the CE).
 
     The weight as the paper's appendix states it (quoted by the one public implementation, an unofficial
-    Keras port: ``loss += gamma * tau * KL``, gamma 0.5-0.8, tau 10-20). It has
-    ``state_dict``/``load_state_dict``, so the engine stores its settings in the checkpoint and a resume
-    with a different tau / gamma / switch is refused instead of silently mixing objectives."""
+    Keras port: ``loss += gamma * tau * KL``, gamma 0.5-0.8, tau 10-20). The prediction at temperature tau
+    is the paper's y^ = softmax(W h / tau), without the output bias, unless ``prediction_bias`` (the form
+    this project used first: softmax((W h + b) / tau)); it only matters for a model with an output bias
+    (+AL, not +REAL). It has ``state_dict``/``load_state_dict``, so the engine stores its settings in the
+    checkpoint and a resume with a different tau / gamma / switch is refused instead of silently mixing
+    objectives."""
 
-    def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False):
+    def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False, prediction_bias: bool = False):
         if tau <= 0 or gamma < 0:
             raise ReplicateError(f"augmented loss needs tau > 0 and gamma >= 0 (got tau={tau}, gamma={gamma})",
                                  "fix inan.sizes.<size>.tau / gamma in the config")
         self.tau, self.gamma, self.soft_target_grad = float(tau), float(gamma), bool(soft_target_grad)
+        self.prediction_bias = bool(prediction_bias)
         self.alpha = self.gamma * self.tau
 
     def __call__(self, logits, targets, features, model):
         from replicate.inan.losses import augmented_loss  # torch: imported when training, not by the workflow
 
-        j_aug = augmented_loss(logits, targets, model.embedding.weight, self.tau, self.soft_target_grad)
+        bias = getattr(model, "output_bias", None)
+        scores = logits if self.prediction_bias or bias is None else logits - bias
+        j_aug = augmented_loss(scores, targets, model.embedding.weight, self.tau, self.soft_target_grad)
         return self.alpha * j_aug
 
     def state_dict(self) -> dict:
-        return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad}
+        return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad,
+                "prediction_bias": self.prediction_bias}
 
     def load_state_dict(self, state: dict) -> None:
+        state = {"prediction_bias": True, **state}  # checkpoints from before the switch used the bias
         if state != self.state_dict():
             raise ReplicateError(f"checkpoint was trained with augmented loss {state}, this run asks for "
                                  f"{self.state_dict()}",
@@ -61,13 +69,15 @@ def run_settings(size_cfg: dict[str, Any], size: str, variant: str, seed: int,
                  overrides: dict[str, Any] | None = None) -> tuple[dict[str, Any], AugmentedLoss | None]:
     """Engine settings of one Table 1 cell and its extra loss (None without AL).
 
-    ``size_cfg`` is the config block of one size (engine keys + tau + gamma + soft_target_grad). ``max_epoch``
+    ``size_cfg`` is the config block of one size (engine keys + tau + gamma + soft_target_grad +
+    prediction_bias). ``max_epoch``
     counts the epochs at the initial lr unless the block sets another ``schedule``."""
     if variant not in VARIANTS:
         raise ReplicateError(f"unknown Inan variant {variant!r}", f"use one of {sorted(VARIANTS)}")
     cfg = {**size_cfg, **(overrides or {})}
     v = VARIANTS[variant]
-    al = AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False)) if v["al"] else None
+    al = (AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False), cfg.get("prediction_bias", False))
+          if v["al"] else None)
     engine = {"schedule": "later", "valid_batch_size": 1,
               **{k: val for k, val in cfg.items() if k not in AL_KEYS and val is not None}}
     preset = size if size in ("small", "medium", "large") else "small"

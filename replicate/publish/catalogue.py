@@ -106,6 +106,7 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("inan", "Inan et al. 2017",
                prefixes_of("inan", "INAN_"),
                (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
+                _lstm_runs("screen", "inan/screen"),
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),

@@ -53,6 +53,7 @@ VIEWS = {
                    "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),
              View("tables/inan_ablation.csv", ("dataset", "size", "model", "tau", "alpha", "gamma"),
                   ("valid_ppl", "test_ppl")),
+             View("tables/inan_screen.csv", ("model", "tag"), ("valid_ppl", "gain_over_vd", "test_ppl")),
              View("tables/inan_figure1.csv", ("panel", "tau", "beta"),
                   ("n_seeds", "distance_mean", "paper_distance_approx"))),
     "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),

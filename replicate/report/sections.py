@@ -428,7 +428,7 @@ def _inan_readings(ctx: Context) -> str:
 
 def section_inan(ctx: Context) -> str:
     res = ctx.results
-    out = [_protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation",
+    out = [_protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
                             "section 6.2": "inan_figure1", "its readings": "inan_subspace_readings"}),
            "### Table 1: AL, RE and REAL",
            _inan_table1(ctx) if "inan_table1" in res.raw else _missing("Inan et al. Table 1"),
@@ -438,6 +438,15 @@ def section_inan(ctx: Context) -> str:
                B.table(ab, caption="Validation perplexity over the grid (best valid marks the lowest). The paper "
                                    "does not give these settings; this sweep is how the pipeline's choice is "
                                    "checked against data.", source=ctx.source("inan_ablation")))
+    if "inan_screen" in res.raw:
+        out += ["### Screening the schedule and the augmented loss's form on a short budget",
+                B.table(res.raw["inan_screen"],
+                        ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias",
+                         "valid_ppl", "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "why"],
+                        caption="Each run differs from the size block in the settings shown. Gain over VD = the "
+                                "VD-LSTM run's validation perplexity under the same schedule minus this run's. On a "
+                                "short budget (the protocol above), these rank settings; they are not Table 1 "
+                                "numbers.", source=ctx.source("inan_screen"))]
     out.append("### Section 6.2: subspace distance between input and output embeddings")
     fig1 = sorted(k for k in res.raw if k.startswith("inan_figure1"))
     out += [_inan_figure1(ctx, k) for k in fig1] or [_missing("Inan et al. Figure 1 data")]

@@ -126,6 +126,8 @@ def load(root: str | Path = "results") -> Results:
     if frame is not None:
         res.inan_table1 = frame
     _table(res, root, "inan_ablation", P.INAN_ABLATION, ["tau", "alpha", "valid_ppl", "protocol"])
+    _table(res, root, "inan_screen", P.INAN_SCREEN, ["model", "tag", "schedule", "valid_ppl", "gain_over_vd",
+                                                     "protocol"])
     frame = _table(res, root, "inan_figure1", P.INAN_FIGURE1, ["panel", "tau", "beta", "distance_mean", "protocol"])
     if frame is not None:
         res.inan_figure1 = frame.assign(distance=frame["distance_mean"])

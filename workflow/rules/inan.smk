@@ -4,6 +4,7 @@
 localrules:
     inan_table1,
     inan_ablation_table,
+    inan_screen_table,
     inan_figure1,
     inan_subspace_readings,
 
@@ -67,6 +68,53 @@ rule inan_ablation_train:
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+
+
+rule inan_screen_train:
+    input:
+        corpus=R(paths.DATA_CORPUS),
+        checked=plan_check(inan_screen_check),
+    output:
+        metrics=R(paths.INAN_SCREEN_METRICS),
+    wildcard_constraints:
+        size="small|medium|large",
+        variant="vd|al|re|real",
+        tag="[a-z0-9]+(_[a-z0-9]+)*",
+    params:
+        spec=_with_config(inan_screen_spec),
+        out_dir=subpath(output.metrics, parent=True),
+        device=config["device"],
+        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        code=code_version(*INAN_CODE),
+    threads: INAN["threads"]
+    resources:
+        mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
+        runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
+        gpu=train_gpus,
+    log:
+        "results/logs/inan/screen/{dataset}/{size}_{variant}_{tag}.log",
+    benchmark:
+        "results/benchmarks/inan/screen/{dataset}/{size}_{variant}_{tag}.tsv"
+    shell:
+        "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+
+
+rule inan_screen_table:
+    input:
+        INAN_SCREEN_RUNS,
+    output:
+        report(R(paths.INAN_SCREEN), caption="../report/inan_screen.rst", category="Inan et al.",
+               labels={"table": "short-scale screen"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan"),
+    log:
+        "results/logs/inan/screen.log",
+    shell:
+        "python -m replicate inan screen-table --spec {params.spec:q} --protocol {params.protocol} "
+        "--out {output} {input} > {log} 2>&1"
 
 
 rule inan_table1:

@@ -6,6 +6,7 @@ INAN = config["inan"]
 INAN_T1 = INAN["table1"]
 INAN_AB = INAN["ablation"]
 INAN_SUB = INAN["subspace"]
+INAN_SC = INAN["screen"]
 # What a training job depends on: the augmented loss + the engine and its runner (editing the tables,
 # figures or readings code retrains nothing; a 6.2 point reuses seeds whose math code is unchanged).
 INAN_CODE = tuple(dict.fromkeys((*INAN_TRAIN_MODULES, *LSTM_RUN_MODULES)))
@@ -17,6 +18,9 @@ INAN_ABLATION_RUNS = expand(
     R(paths.INAN_ABLATION_METRICS),
     dataset=INAN_AB["dataset"], size=INAN_AB["size"], variant=INAN_AB["variant"],
     tau=[inan_fmt(t) for t in INAN_AB["taus"]], gamma=[inan_fmt(g) for g in INAN_AB["gammas"]])
+INAN_SCREEN_BY_NAME = {(r["variant"], r["tag"]): r for r in INAN_SC["runs"]}
+INAN_SCREEN_RUNS = [R(paths.INAN_SCREEN_METRICS.format(dataset=INAN_SC["dataset"], size=INAN_SC["size"],
+                                                       variant=v, tag=t)) for v, t in INAN_SCREEN_BY_NAME]
 INAN_READINGS = reading_names(INAN_SUB)  # Figure 1's reading first
 
 
@@ -33,6 +37,8 @@ def inan_targets():
     out = [R(paths.INAN_TABLE1)]
     if INAN_AB["enabled"]:
         out.append(R(paths.INAN_ABLATION))
+    if INAN_SC["enabled"] and INAN_SCREEN_RUNS:
+        out.append(R(paths.INAN_SCREEN))
     if INAN_SUB["enabled"]:
         out += R(paths.INAN_FIGURE1, paths.png(paths.INAN_FIGURE1_FIGURE))
         if len(INAN_READINGS) > 1:
@@ -46,9 +52,10 @@ def inan_soft_target_grad(variant):
 
 
 def inan_size_settings(dataset, size, variant):
-    """The size block, with the data set's ``dataset_overrides`` and the variant's soft-target switch."""
+    """The size block, with the data set's ``dataset_overrides`` and the variant's AL switches."""
     overrides = INAN["dataset_overrides"].get(dataset, {}).get(size, {})
-    return {**INAN["sizes"][size], **overrides, "soft_target_grad": inan_soft_target_grad(variant)}
+    return {**INAN["sizes"][size], **overrides, "soft_target_grad": inan_soft_target_grad(variant),
+            "prediction_bias": INAN["prediction_bias"]}
 
 
 def inan_table1_spec(wc):
@@ -62,6 +69,34 @@ def inan_ablation_spec(wc):
             "overrides": {**INAN_AB["overrides"], "tau": float(wc.tau), "gamma": float(wc.gamma)},
             "tag": f"tau{wc.tau}_gamma{wc.gamma}"}
     return spec
+
+
+def inan_screen_run(wc):
+    """The ``inan.screen.runs`` entry of a screening path (a SettingError names the defined runs)."""
+    where = f"Inan screening run {wc.dataset}/{wc.size}_{wc.variant}_{wc.tag}"
+    run = INAN_SCREEN_BY_NAME.get((wc.variant, wc.tag))
+    if run is None:
+        names = [f"{v}_{t}" for v, t in INAN_SCREEN_BY_NAME]
+        raise SettingError(f"{where}: no run {wc.variant}_{wc.tag!s} under inan.screen.runs"
+                           f"{nearest(f'{wc.variant}_{wc.tag}', names)}",
+                           f"use one of {', '.join(names) or '(none defined)'}, or add it to inan.screen.runs")
+    if (wc.dataset, wc.size) != (INAN_SC["dataset"], INAN_SC["size"]):
+        raise SettingError(f"{where}: the screen is defined on {INAN_SC['dataset']}/{INAN_SC['size']}",
+                           "set inan.screen.dataset / size, or ask for that path")
+    return run
+
+
+def inan_screen_spec(wc):
+    run = inan_screen_run(wc)
+    return {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_SC["seed"], "tag": wc.tag,
+            "size_settings": inan_size_settings(wc.dataset, wc.size, wc.variant), "reduction": INAN_SC["reduction"],
+            "overrides": {**INAN_SC["overrides"], **run.get("overrides", {})}, "why": run.get("why", "")}
+
+
+def inan_screen_check(wc):
+    """Plan-time check of a screening run: defined in the config, memory."""
+    check_lstm_memory(_engine_settings(inan_screen_spec)(wc), wc.dataset, INAN["threads"],
+                      f"Inan screening run {wc.dataset}/{wc.size}_{wc.variant}_{wc.tag}")
 
 
 def _with_config(spec_of):
