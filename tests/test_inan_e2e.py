@@ -45,6 +45,9 @@ def test_inan_screen_smoke(smoke_run):
     vd = row.loc["interval", "valid_ppl"]
     assert row.loc["interval_grad", "gain_over_vd"] == pytest.approx(vd - row.loc["interval_grad", "valid_ppl"])
     assert row.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
+    best_vd = row.loc["interval", "best_valid_ppl"]
+    assert best_vd <= vd and row.loc["interval_grad", "best_gain_over_vd"] == pytest.approx(
+        best_vd - row.loc["interval_grad", "best_valid_ppl"])
     # lr per epoch: interval halves after epoch 1 (decay_interval 1), later keeps lr 1 for max_epoch = 1 too
     hist = pd.read_csv(smoke_run / "results" / "inan" / "screen" / "ptb" / "small_vd_interval" / "history.csv")
     assert hist["lr"].tolist() == [1.0, 0.5]

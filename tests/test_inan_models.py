@@ -107,6 +107,16 @@ def test_augmented_loss_prediction_is_the_papers_without_bias():
     with_bias.load_state_dict(old)
     with pytest.raises(ReplicateError):
         al.load_state_dict(old)
+    # alpha = gamma * tau ** tau_power; checkpoints without the key were trained with alpha = gamma * tau
+    sq = AugmentedLoss(3.0, 0.5, tau_power=2)
+    assert sq.alpha == pytest.approx(4.5) and AugmentedLoss(3.0, 0.5).alpha == pytest.approx(1.5)
+    torch.testing.assert_close(sq(logits, targets, feats, model), 4.5 * kl)
+    with pytest.raises(ReplicateError):
+        sq.load_state_dict({**old, "prediction_bias": False})
+    al.load_state_dict({**old, "prediction_bias": False})
+    assert run_settings({**SIZE, "tau_power": 2}, "small", "al", seed=1)[1].alpha == pytest.approx(4.5)
+    with pytest.raises(ReplicateError):
+        AugmentedLoss(3.0, 0.5, tau_power=-1)
     # run_settings passes the switch through; +REAL has no bias, so the switch cannot change it
     assert run_settings({**SIZE, "prediction_bias": True}, "small", "al", seed=1)[1].prediction_bias
     real, al_real = _model("real")

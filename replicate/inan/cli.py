@@ -30,7 +30,7 @@ def _train(args) -> int:
     result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
     result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
                       "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
-                      "alpha": al.alpha if al else None,
+                      "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
                       "soft_target_grad": al.soft_target_grad if al else None,
                       "prediction_bias": al.prediction_bias if al else None,
                       "reduction": spec.get("reduction")}

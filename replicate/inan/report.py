@@ -85,7 +85,8 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
 
 def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) -> pd.DataFrame:
     """The short-scale screen: one row per run with its schedule and AL form, and its gain over the
-    VD-LSTM run of the same schedule (valid ppl of VD minus this run's; NaN without such a run).
+    VD-LSTM run of the same schedule (valid ppl of VD minus this run's, after the last epoch and at the
+    best epoch of each; NaN without such a run).
     ``runs_config``: the config's ``inan.screen.runs`` (for the ``why`` column)."""
     why = {(r["variant"], r["tag"]): r.get("why", "") for r in runs_config or []}
     rows = []
@@ -98,18 +99,19 @@ def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) 
                      "schedule": sched, "decay": train["decay"],
                      "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
                      "soft_target_grad": info.get("soft_target_grad"),
-                     "prediction_bias": info.get("prediction_bias"),
+                     "prediction_bias": info.get("prediction_bias"), "alpha": info.get("alpha"),
                      "epochs": train["epochs"], "train_tokens": train.get("max_train_tokens"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
                      "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
                      "why": why.get((info["variant"], tag), ""), "protocol": protocol_label(protocol, m)})
     df = pd.DataFrame(rows)
-    vd = df[df["variant"] == "vd"].groupby("schedule")["valid_ppl"].min()
-    df["gain_over_vd"] = df["schedule"].map(vd) - df["valid_ppl"]
+    vd = df[df["variant"] == "vd"].groupby("schedule")[["valid_ppl", "best_valid_ppl"]].min()
+    df["gain_over_vd"] = df["schedule"].map(vd["valid_ppl"]) - df["valid_ppl"]
+    df["best_gain_over_vd"] = df["schedule"].map(vd["best_valid_ppl"]) - df["best_valid_ppl"]
     order = {v: i for i, v in enumerate(VARIANTS)}
     df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
-    cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "valid_ppl",
-            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "epochs", "train_tokens", "why", "protocol",
+    cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "alpha", "valid_ppl",
+            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "best_gain_over_vd", "epochs", "train_tokens", "why", "protocol",
             "variant"]
     return df[cols].reset_index(drop=True)
 

@@ -22,28 +22,31 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # Code that decides a Table 1 / ablation run's numbers (the engine's math + the augmented loss)
 TRAIN_MODULES = ("inan.losses", "inan.train", *MATH_MODULES)
 # per-size keys that are Inan's (not engine settings)
-AL_KEYS = ("tau", "gamma", "soft_target_grad", "prediction_bias")
+AL_KEYS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias")
 
 
 class AugmentedLoss:
-    """The engine's ``extra_loss``: alpha * J_aug with alpha = gamma * tau (per-token mean; the engine scales
-    it by T like the CE).
+    """The engine's ``extra_loss``: alpha * J_aug with alpha = gamma * tau ** tau_power (per-token mean; the
+    engine scales it by T like the CE).
 
-    The weight as the paper's appendix states it (quoted by the one public implementation, an unofficial
-    Keras port: ``loss += gamma * tau * KL``, gamma 0.5-0.8, tau 10-20). The prediction at temperature tau
+    ``tau_power`` 1 is the weight as the paper's appendix states it (quoted by the one public implementation,
+    an unofficial Keras port: ``loss += gamma * tau * KL``, gamma 0.5-0.8, tau 10-20); 2 scales the KL by
+    tau^2 as the paper's own section 6.2 loss does (and Hinton et al.'s distillation). The prediction at temperature tau
     is the paper's y^ = softmax(W h / tau), without the output bias, unless ``prediction_bias`` (the form
     this project used first: softmax((W h + b) / tau)); it only matters for a model with an output bias
     (+AL, not +REAL). It has ``state_dict``/``load_state_dict``, so the engine stores its settings in the
     checkpoint and a resume with a different tau / gamma / switch is refused instead of silently mixing
     objectives."""
 
-    def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False, prediction_bias: bool = False):
-        if tau <= 0 or gamma < 0:
-            raise ReplicateError(f"augmented loss needs tau > 0 and gamma >= 0 (got tau={tau}, gamma={gamma})",
-                                 "fix inan.sizes.<size>.tau / gamma in the config")
+    def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False, prediction_bias: bool = False,
+                 tau_power: float = 1.0):
+        if tau <= 0 or gamma < 0 or tau_power < 0:
+            raise ReplicateError(f"augmented loss needs tau > 0, gamma >= 0 and tau_power >= 0 (got tau={tau}, "
+                                 f"gamma={gamma}, tau_power={tau_power})",
+                                 "fix inan.sizes.<size>.tau / gamma / tau_power in the config")
         self.tau, self.gamma, self.soft_target_grad = float(tau), float(gamma), bool(soft_target_grad)
-        self.prediction_bias = bool(prediction_bias)
-        self.alpha = self.gamma * self.tau
+        self.prediction_bias, self.tau_power = bool(prediction_bias), float(tau_power)
+        self.alpha = self.gamma * self.tau ** self.tau_power
 
     def __call__(self, logits, targets, features, model):
         from replicate.inan.losses import augmented_loss  # torch: imported when training, not by the workflow
@@ -55,10 +58,11 @@ class AugmentedLoss:
 
     def state_dict(self) -> dict:
         return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad,
-                "prediction_bias": self.prediction_bias}
+                "prediction_bias": self.prediction_bias, "tau_power": self.tau_power}
 
     def load_state_dict(self, state: dict) -> None:
-        state = {"prediction_bias": True, **state}  # checkpoints from before the switch used the bias
+        # checkpoints from before these switches: the bias in the prediction, alpha = gamma * tau
+        state = {"prediction_bias": True, "tau_power": 1.0, **state}
         if state != self.state_dict():
             raise ReplicateError(f"checkpoint was trained with augmented loss {state}, this run asks for "
                                  f"{self.state_dict()}",
@@ -76,8 +80,8 @@ def run_settings(size_cfg: dict[str, Any], size: str, variant: str, seed: int,
         raise ReplicateError(f"unknown Inan variant {variant!r}", f"use one of {sorted(VARIANTS)}")
     cfg = {**size_cfg, **(overrides or {})}
     v = VARIANTS[variant]
-    al = (AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False), cfg.get("prediction_bias", False))
-          if v["al"] else None)
+    al = (AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False), cfg.get("prediction_bias", False),
+                        cfg.get("tau_power", 1.0)) if v["al"] else None)
     engine = {"schedule": "later", "valid_batch_size": 1,
               **{k: val for k, val in cfg.items() if k not in AL_KEYS and val is not None}}
     preset = size if size in ("small", "medium", "large") else "small"

@@ -21,7 +21,7 @@ COLUMNS = {
     "loss_spikes": "loss spikes", "grad_spikes": "grad spikes", "valid_ppl": "valid ppl", "test_ppl": "test ppl",
     "train_ppl": "train ppl", "best_valid": "best valid", "soft_target_grad": "gradient into soft target",
     "prediction_bias": "bias in AL prediction", "gain_over_vd": "gain over VD", "decay_after": "decay after / every",
-    "best_valid_ppl": "best valid",
+    "best_valid_ppl": "best valid", "best_gain_over_vd": "gain over VD at best",
     "claim_id": "id", "d_sigma": "d·σ", "exp_d_sigma": "exp(d·σ)", "log10_exp_d_sigma": "log10 exp(d·σ)",
     "exp_d_sigma_over_n": "exp(d·σ) / n", "theory_loss": "closed form", "theory_loss_rescaled": "rescaled closed form",
     "std": "σ", "sigma": "σ value", "knn_overlap": "kNN overlap",
