@@ -70,3 +70,31 @@ def test_cli_reads_a_run_folder(tmp_path):
     assert list(df["tau"]) == [5.0, 10.0] and (df["variant"] == "al").all() and (df["epochs_done"] == 2).all()
     assert df["token_entropy_ratio"].tolist() == pytest.approx([1.0, 1.0])
     assert (tmp_path / "soft.csv.provenance.json").is_file()
+
+
+def test_loss_terms_match_a_transcription_of_the_objective():
+    """CE and alpha * KL(y~ || softmax(W h / tau)) of a small model, written out; the bias switch matters."""
+    from replicate.inan.soft_target import loss_terms
+    from replicate.lstm.config import ModelConfig
+    from replicate.lstm.model import LSTMLM
+
+    torch.manual_seed(0)
+    model = LSTMLM(ModelConfig(vocab_size=13, hidden_size=6, num_layers=1, dropout="none"))
+    with torch.no_grad():
+        model.output_bias.copy_(torch.randn(13) * 2)
+        model.embedding.weight.mul_(20)
+    tokens = torch.randint(0, 13, (40,))
+    got = loss_terms(model, tokens, tau=2.0, alpha=3.0)
+    with torch.no_grad():
+        feats, _ = model(tokens[:-1].view(-1, 1), model.init_hidden(1))
+        h, y = feats.reshape(-1, 6), tokens[1:]
+        w, b, emb = model.output_weight, model.output_bias, model.embedding.weight
+        ce = torch.nn.functional.cross_entropy(h @ w.t() + b, y)
+        y_soft = torch.softmax(emb[y] @ emb.t() / 2.0, -1)
+        y_hat = torch.softmax(h @ w.t() / 2.0, -1)
+        kl = (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
+    assert got["ce"] == pytest.approx(float(ce), rel=1e-5) and got["j_aug"] == pytest.approx(float(kl), rel=1e-4)
+    assert got["alpha_j_aug"] == pytest.approx(3.0 * float(kl), rel=1e-4)
+    assert got["al_share"] == pytest.approx(3.0 * float(kl) / (float(ce) + 3.0 * float(kl)), rel=1e-4)
+    assert got["loss_tokens"] == 39
+    assert abs(loss_terms(model, tokens, 2.0, 3.0, prediction_bias=True)["j_aug"] - got["j_aug"]) > 1e-3

@@ -149,12 +149,33 @@ def _soft_target(args) -> int:
         base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),
                 "trained_tau": info.get("tau"), "epochs_done": state.get("epoch"),
                 "valid_ppl": metrics.get("valid_ppl")}
+        terms = {}
+        if args.loss_tokens:
+            terms = _loss_terms(state, metrics, getattr(load_corpus(args.corpus), args.split)[: args.loss_tokens + 1])
         for tau in taus:
-            rows.append({**base, "split": args.split, **summarise(embedding, float(tau), targets, args.top_k)})
+            rows.append({**base, "split": args.split, **summarise(embedding, float(tau), targets, args.top_k),
+                         **terms})
     df = pd.DataFrame(rows)
     write_csv_with_provenance(args.out, df, {"runs": args.runs, "split": args.split, "top_k": args.top_k}, started)
     print(df.to_string(index=False))
     return 0
+
+
+def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
+    """CE and the AL term of a run's checkpointed model at its own tau, alpha and prediction form."""
+    from replicate.errors import ReplicateError
+    from replicate.inan.soft_target import loss_terms
+    from replicate.lstm.config import ModelConfig
+    from replicate.lstm.model import LSTMLM
+
+    info = metrics.get("inan", {})
+    if not info.get("tau") or "resolved" not in metrics:
+        raise ReplicateError("--loss-tokens needs a finished AL run (metrics.json with its tau and settings)",
+                             "pass the folder of a finished +AL / +REAL run, or drop --loss-tokens")
+    model = LSTMLM(ModelConfig(**metrics["resolved"]["model"]))
+    model.load_state_dict(state["model"])
+    terms = loss_terms(model, tokens, info["tau"], info["alpha"], bool(info.get("prediction_bias", True)))
+    return {f"loss_{k}" if not k.startswith("loss") else k: v for k, v in terms.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tau", type=float, nargs="+", default=None,
                    help="temperature(s) of y~ (default: the run's own tau)")
     p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--loss-tokens", type=int, default=0,
+                   help="also the run's CE and AL term (alpha * J_aug) per token on the first N tokens of the split")
     p.add_argument("--out", required=True, help="CSV (with a .provenance.json beside it)")
     p.add_argument("runs", nargs="+", help="run folders with checkpoint.pt and metrics.json")
     p.set_defaults(func=_soft_target)

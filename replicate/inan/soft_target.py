@@ -13,6 +13,9 @@ weight), three numbers:
 
 They are averaged over the target tokens of a split (each word weighted by how often it is a target),
 and over the vocabulary (every word once). Only (chunk, |V|) rows are formed at a time.
+
+``loss_terms`` answers the companion question for a trained model: how large is the AL term of the
+objective beside the cross-entropy (both per token, the model in eval mode)?
 """
 
 from __future__ import annotations
@@ -61,3 +64,21 @@ def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None 
             out[f"token_{name}"] = float((values * weights).sum())
     out.update(uniform_entropy_ratio=1.0, uniform_target_mass=1.0 / vocab, uniform_top_mass=top_k / vocab)
     return out
+
+
+@torch.no_grad()
+def loss_terms(model, tokens: torch.Tensor, tau: float, alpha: float, prediction_bias: bool = False) -> dict[str, float]:
+    """Per-token cross-entropy, J_aug = KL(y~ || y^) and alpha * J_aug of ``model`` (an LSTMLM, eval mode, one
+    stream) on ``tokens``; y^ = softmax(W h / tau), with the output bias only if ``prediction_bias``."""
+    from replicate.inan.losses import augmented_loss
+
+    model.eval()
+    inputs, targets = tokens[:-1].view(-1, 1), tokens[1:].reshape(-1)
+    features, _ = model(inputs, model.init_hidden(1))
+    logits = model.logits(features.reshape(-1, features.shape[-1]))
+    ce = float(torch.nn.functional.cross_entropy(logits, targets))
+    bias = model.output_bias
+    scores = logits if prediction_bias or bias is None else logits - bias
+    j_aug = float(augmented_loss(scores, targets, model.embedding.weight, tau))
+    return {"loss_tokens": int(targets.numel()), "ce": ce, "j_aug": j_aug, "alpha": float(alpha),
+            "alpha_j_aug": alpha * j_aug, "al_share": alpha * j_aug / (ce + alpha * j_aug)}
