@@ -71,7 +71,7 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     specs = {f"{s['variant']}_{s['tag']}": s
              for s in (json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out))}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2", "real_interval"}
+                          "al_interval_nobias_tau2"}
     resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
                 for k, s in specs.items()}
     for engine, _ in resolved.values():
@@ -80,7 +80,7 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     forms = {k: (al.soft_target_grad, al.prediction_bias, al.alpha) for k, (_, al) in resolved.items()
              if al is not None}
     assert forms == {"al_interval_nobias": (False, False, 5.0), "al_interval_nobias_grad": (True, False, 5.0),
-                     "al_interval_nobias_tau2": (False, False, 50.0), "real_interval": (True, False, 5.0)}
+                     "al_interval_nobias_tau2": (False, False, 50.0)}
 
 
 def test_bad_config_stops_with_cause(workflow_dir):

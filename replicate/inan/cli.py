@@ -23,11 +23,13 @@ def _train(args) -> int:
                               spec.get("overrides"))
     name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
     hooks = {"extra_loss": al} if al is not None else {}
+    # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
+    # before training (a source edited while the run trains must not be stamped on its numbers)
+    code_version = provenance.source_hash(*TRAIN_MODULES)
     result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
                        load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
                        allow_tf32=args.allow_tf32, log=log, **hooks)
-    # the numbers come from the engine AND the augmented loss: the run's code version covers both
-    result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
+    result["code_version"] = code_version
     result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
                       "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
                       "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
