@@ -75,6 +75,7 @@ def test_cli_reads_a_run_folder(tmp_path):
 def test_loss_terms_match_a_transcription_of_the_objective():
     """CE and alpha * KL(y~ || softmax(W h / tau)) of a small model, written out; the bias switch matters."""
     from replicate.inan.soft_target import loss_terms
+    from replicate.inan.train import AugmentedLoss
     from replicate.lstm.config import ModelConfig
     from replicate.lstm.model import LSTMLM
 
@@ -84,7 +85,7 @@ def test_loss_terms_match_a_transcription_of_the_objective():
         model.output_bias.copy_(torch.randn(13) * 2)
         model.embedding.weight.mul_(20)
     tokens = torch.randint(0, 13, (40,))
-    got = loss_terms(model, tokens, tau=2.0, alpha=3.0)
+    got = loss_terms(model, tokens, AugmentedLoss(tau=2.0, gamma=1.5))  # alpha = 3
     with torch.no_grad():
         feats, _ = model(tokens[:-1].view(-1, 1), model.init_hidden(1))
         h, y = feats.reshape(-1, 6), tokens[1:]
@@ -97,4 +98,4 @@ def test_loss_terms_match_a_transcription_of_the_objective():
     assert got["alpha_j_aug"] == pytest.approx(3.0 * float(kl), rel=1e-4)
     assert got["al_share"] == pytest.approx(3.0 * float(kl) / (float(ce) + 3.0 * float(kl)), rel=1e-4)
     assert got["loss_tokens"] == 39
-    assert abs(loss_terms(model, tokens, 2.0, 3.0, prediction_bias=True)["j_aug"] - got["j_aug"]) > 1e-3
+    assert abs(loss_terms(model, tokens, AugmentedLoss(2.0, 1.5, prediction_bias=True))["j_aug"] - got["j_aug"]) > 1e-3

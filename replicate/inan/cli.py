@@ -167,6 +167,7 @@ def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
     """CE and the AL term of a run's checkpointed model at its own tau, alpha and prediction form."""
     from replicate.errors import ReplicateError
     from replicate.inan.soft_target import loss_terms
+    from replicate.inan.train import AugmentedLoss
     from replicate.lstm.config import ModelConfig
     from replicate.lstm.model import LSTMLM
 
@@ -176,7 +177,9 @@ def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
                              "pass the folder of a finished +AL / +REAL run, or drop --loss-tokens")
     model = LSTMLM(ModelConfig(**metrics["resolved"]["model"]))
     model.load_state_dict(state["model"])
-    terms = loss_terms(model, tokens, info["tau"], info["alpha"], bool(info.get("prediction_bias", True)))
+    al = AugmentedLoss(info["tau"], info["gamma"], prediction_bias=bool(info.get("prediction_bias", True)),
+                       tau_power=info.get("tau_power") or 1.0)  # runs from before a switch: its old form
+    terms = loss_terms(model, tokens, al)
     return {f"loss_{k}" if not k.startswith("loss") else k: v for k, v in terms.items()}
 
 

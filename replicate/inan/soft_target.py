@@ -67,18 +67,15 @@ def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None 
 
 
 @torch.no_grad()
-def loss_terms(model, tokens: torch.Tensor, tau: float, alpha: float, prediction_bias: bool = False) -> dict[str, float]:
-    """Per-token cross-entropy, J_aug = KL(y~ || y^) and alpha * J_aug of ``model`` (an LSTMLM, eval mode, one
-    stream) on ``tokens``; y^ = softmax(W h / tau), with the output bias only if ``prediction_bias``."""
-    from replicate.inan.losses import augmented_loss
-
+def loss_terms(model, tokens: torch.Tensor, al) -> dict[str, float]:
+    """Per-token cross-entropy, J_aug and alpha * J_aug of ``model`` (an LSTMLM, eval mode, one stream) on
+    ``tokens``, the AL term computed by ``al``, the run's own training loss (replicate.inan.train.AugmentedLoss)."""
     model.eval()
     inputs, targets = tokens[:-1].view(-1, 1), tokens[1:].reshape(-1)
     features, _ = model(inputs, model.init_hidden(1))
-    logits = model.logits(features.reshape(-1, features.shape[-1]))
+    features = features.reshape(-1, features.shape[-1])
+    logits = model.logits(features)
     ce = float(torch.nn.functional.cross_entropy(logits, targets))
-    bias = model.output_bias
-    scores = logits if prediction_bias or bias is None else logits - bias
-    j_aug = float(augmented_loss(scores, targets, model.embedding.weight, tau))
-    return {"loss_tokens": int(targets.numel()), "ce": ce, "j_aug": j_aug, "alpha": float(alpha),
-            "alpha_j_aug": alpha * j_aug, "al_share": alpha * j_aug / (ce + alpha * j_aug)}
+    alpha_j = float(al(logits, targets, features, model))
+    return {"loss_tokens": int(targets.numel()), "ce": ce, "j_aug": alpha_j / al.alpha, "alpha": al.alpha,
+            "alpha_j_aug": alpha_j, "al_share": alpha_j / (ce + alpha_j)}
