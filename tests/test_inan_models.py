@@ -322,3 +322,30 @@ def test_readings_table_tells_a_rapid_decrease_from_an_even_fall_and_a_step(tmp_
     assert df.loc["step", "first_step_share"] == pytest.approx(0.09 / 0.10)
     assert df.loc["rapid", "paper_distance_beta1_approx"] == pytest.approx(0.06)
     assert df["metric"].str.startswith("relative residual").all()
+
+
+def _screen_run(root, variant, tag, schedule, train_tokens, valids, reduction="screen"):
+    d = root / f"small_{variant}_{tag}"
+    d.mkdir()
+    (d / "history.csv").write_text("epoch,valid_ppl\n" + "".join(f"{i + 1},{v}\n" for i, v in enumerate(valids)))
+    m = {"run": f"inan/ptb/small_{variant}_{tag}", "valid_ppl": valids[-1], "test_ppl": valids[-1], "train_ppl": 1.0,
+         "resolved": {"train": {"schedule": schedule, "decay": 0.9, "decay_interval": 5, "max_epoch": 5, "epochs": 2,
+                                "max_train_tokens": train_tokens}},
+         "inan": {"variant": variant, "seed": 1, "reduction": reduction, "alpha": None}}
+    (d / "metrics.json").write_text(json.dumps(m))
+    return d / "metrics.json"
+
+
+def test_screen_gain_is_over_the_vd_run_of_the_same_schedule_and_training_budget(tmp_path):
+    """A full-data VD-LSTM run beside the reduced-budget ones is its own baseline, never the reduced runs'."""
+    from replicate.inan.report import screen
+
+    paths = [_screen_run(tmp_path, "vd", "interval", "interval", 1000, [320.0, 330.0]),
+             _screen_run(tmp_path, "al", "interval_x", "interval", 1000, [310.0, 300.0]),
+             _screen_run(tmp_path, "vd", "interval_full", "interval", None, [120.0, 110.0], reduction="full data")]
+    df = screen(paths, "reduced").set_index("tag")
+    assert df.loc["interval_x", "gain_over_vd"] == pytest.approx(30.0)
+    assert df.loc["interval_x", "best_gain_over_vd"] == pytest.approx(20.0)
+    assert df.loc["interval_full", "gain_over_vd"] == pytest.approx(0.0)  # not 330 - 110
+    assert df.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
+    assert df.loc["interval_full", "protocol"].startswith("reduced (full data")

@@ -71,11 +71,16 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     specs = {f"{s['variant']}_{s['tag']}": s
              for s in (json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out))}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2"}
+                          "al_interval_nobias_tau2", "vd_interval_full"}
     resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
                 for k, s in specs.items()}
-    for engine, _ in resolved.values():
-        assert engine["max_train_tokens"] == 92959 and engine["epochs"] == 40 and engine["decay"] == 0.9
+    for k, (engine, _) in resolved.items():
+        assert engine["epochs"] == 40 and engine["decay"] == 0.9
+        budget = (None, None) if k == "vd_interval_full" else (92959, 20000)
+        assert (engine.get("max_train_tokens"), engine.get("eval_max_tokens")) == budget, k
+    # a run that lifts the budget carries its own reduction text; the others the screen's
+    assert specs["vd_interval_full"]["reduction"].startswith("full PTB")
+    assert specs["vd_interval"]["reduction"].startswith("screen: first 10 %")
     assert resolved["vd_interval"][0]["schedule"] == "interval" and resolved["vd_later"][0]["schedule"] == "later"
     forms = {k: (al.soft_target_grad, al.prediction_bias, al.alpha) for k, (_, al) in resolved.items()
              if al is not None}

@@ -85,8 +85,8 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
 
 def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) -> pd.DataFrame:
     """The short-scale screen: one row per run with its schedule and AL form, and its gain over the
-    VD-LSTM run of the same schedule (valid ppl of VD minus this run's, after the last epoch and at the
-    best epoch of each; NaN without such a run).
+    VD-LSTM run of the same schedule and training budget (valid ppl of VD minus this run's, after the last
+    epoch and at the best epoch of each; NaN without such a run).
     ``runs_config``: the config's ``inan.screen.runs`` (for the ``why`` column)."""
     why = {(r["variant"], r["tag"]): r.get("why", "") for r in runs_config or []}
     rows = []
@@ -105,9 +105,12 @@ def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) 
                      "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
                      "why": why.get((info["variant"], tag), ""), "protocol": protocol_label(protocol, m)})
     df = pd.DataFrame(rows)
-    vd = df[df["variant"] == "vd"].groupby("schedule")[["valid_ppl", "best_valid_ppl"]].min()
-    df["gain_over_vd"] = df["schedule"].map(vd["valid_ppl"]) - df["valid_ppl"]
-    df["best_gain_over_vd"] = df["schedule"].map(vd["best_valid_ppl"]) - df["best_valid_ppl"]
+    # a run is compared with the VD-LSTM run of its schedule on the same training tokens (-1: all of them)
+    key = df["schedule"] + "/" + df["train_tokens"].fillna(-1).astype(int).astype(str)
+    is_vd = df["variant"] == "vd"
+    vd = df[is_vd].groupby(key[is_vd])[["valid_ppl", "best_valid_ppl"]].min()
+    df["gain_over_vd"] = key.map(vd["valid_ppl"]) - df["valid_ppl"]
+    df["best_gain_over_vd"] = key.map(vd["best_valid_ppl"]) - df["best_valid_ppl"]
     order = {v: i for i, v in enumerate(VARIANTS)}
     df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
     cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "alpha", "valid_ppl",

@@ -442,11 +442,12 @@ def section_inan(ctx: Context) -> str:
         out += ["### Screening the schedule and the augmented loss's form on a short budget",
                 B.table(res.raw["inan_screen"],
                         ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias",
-                         "alpha", "valid_ppl", "gain_over_vd", "best_valid_ppl", "best_gain_over_vd", "test_ppl", "train_ppl",
-                         "why"],
+                         "alpha", "train_tokens", "valid_ppl", "gain_over_vd", "best_valid_ppl", "best_gain_over_vd",
+                         "test_ppl", "train_ppl", "why"],
                         caption="Each run differs from the size block in the settings shown. Gain over VD = the "
-                                "VD-LSTM run's validation perplexity under the same schedule minus this run's, after "
-                                "the last epoch and at each run's best epoch. On a "
+                                "validation perplexity of the VD-LSTM run with the same schedule and training tokens "
+                                "(empty: all of them) minus this run's, after the last epoch and at each run's best "
+                                "epoch. On a "
                                 "short budget (the protocol above), these rank settings; they are not Table 1 "
                                 "numbers.", source=ctx.source("inan_screen"))]
     out.append("### Section 6.2: subspace distance between input and output embeddings")

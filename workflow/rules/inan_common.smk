@@ -89,7 +89,8 @@ def inan_screen_run(wc):
 def inan_screen_spec(wc):
     run = inan_screen_run(wc)
     return {"dataset": wc.dataset, "size": wc.size, "variant": wc.variant, "seed": INAN_SC["seed"], "tag": wc.tag,
-            "size_settings": inan_size_settings(wc.dataset, wc.size, wc.variant), "reduction": INAN_SC["reduction"],
+            "size_settings": inan_size_settings(wc.dataset, wc.size, wc.variant),
+            "reduction": run.get("reduction", INAN_SC["reduction"]),
             "overrides": {**INAN_SC["overrides"], **run.get("overrides", {})}, "why": run.get("why", "")}
 
 
