@@ -24,6 +24,10 @@ def test_inan_table1_smoke(smoke_run):
     params = dict(zip(df["model"], df["params"]))
     assert params["+RE"] < params["VD-LSTM"] and params["+RE"] == params["+REAL"]
     assert (smoke_run / "results" / "tables" / "inan_table1.csv.provenance.json").is_file()
+    # the cost column: training + per-epoch validation seconds of the run's history, in hours
+    vd = json.loads((smoke_run / "results" / "inan" / "table1" / "ptb" / "small_vd" / "metrics.json").read_text())
+    assert df.loc[df.model == "VD-LSTM", "hours"].iloc[0] == pytest.approx(
+        sum(r["seconds"] + r["eval_seconds"] for r in vd["history"]) / 3600)
 
 
 def test_inan_ablation_smoke(smoke_run):

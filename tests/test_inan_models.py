@@ -329,6 +329,8 @@ def _screen_run(root, variant, tag, schedule, train_tokens, valids, reduction="s
     d.mkdir()
     (d / "history.csv").write_text("epoch,valid_ppl\n" + "".join(f"{i + 1},{v}\n" for i, v in enumerate(valids)))
     m = {"run": f"inan/ptb/small_{variant}_{tag}", "valid_ppl": valids[-1], "test_ppl": valids[-1], "train_ppl": 1.0,
+         "history": [{"epoch": i + 1, "valid_ppl": v, "seconds": 1500.0, "eval_seconds": 300.0}
+                     for i, v in enumerate(valids)],
          "resolved": {"train": {"schedule": schedule, "decay": 0.9, "decay_interval": 5, "max_epoch": 5, "epochs": 2,
                                 "max_train_tokens": train_tokens}},
          "inan": {"variant": variant, "seed": 1, "reduction": reduction, "alpha": None}}
@@ -349,3 +351,4 @@ def test_screen_gain_is_over_the_vd_run_of_the_same_schedule_and_training_budget
     assert df.loc["interval_full", "gain_over_vd"] == pytest.approx(0.0)  # not 330 - 110
     assert df.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
     assert df.loc["interval_full", "protocol"].startswith("reduced (full data")
+    assert df.loc["interval_x", "hours"] == pytest.approx(1.0)  # 2 epochs x (1,500 s training + 300 s validation)

@@ -28,6 +28,13 @@ def _load(paths) -> list[dict[str, Any]]:
     return out
 
 
+def run_hours(run: dict[str, Any]) -> float:
+    """A run's cost in hours: training plus the per-epoch validation passes, summed over its epoch history
+    (a resumed run's epochs count once; the final test pass and work lost to an interruption do not count).
+    Wall-clock time on the machine that ran it, at whatever load it had."""
+    return sum(r["seconds"] + r.get("eval_seconds", 0.0) for r in run["history"]) / 3600
+
+
 def protocol_label(protocol: str, run: dict[str, Any]) -> str:
     """'full' / 'reduced: ...' / 'smoke: ...' with the settings that differ from the paper config."""
     info = run["inan"]
@@ -50,7 +57,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
                      "prediction_bias": info.get("prediction_bias"),
                      "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
-                     "epochs": m["resolved"]["train"]["epochs"], "params": m.get("num_parameters"),
+                     "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m), "params": m.get("num_parameters"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
                      "protocol": protocol_label(protocol, m)})
     ours = pd.DataFrame(rows)
@@ -66,7 +73,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
             "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "soft_target_grad", "prediction_bias", "dropout_rate", "embedding_dropout", "epochs", "protocol",
+            "alpha", "soft_target_grad", "prediction_bias", "dropout_rate", "embedding_dropout", "epochs", "hours", "protocol",
             "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
@@ -77,7 +84,8 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
              "tau": m["inan"]["tau"], "gamma": m["inan"]["gamma"], "alpha": m["inan"]["alpha"],
              "soft_target_grad": m["inan"].get("soft_target_grad"), "valid_ppl": m["valid_ppl"],
              "test_ppl": m["test_ppl"], "train_ppl": m.get("train_ppl"),
-             "epochs": m["resolved"]["train"]["epochs"], "protocol": protocol_label(protocol, m)} for m in runs]
+             "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m),
+             "protocol": protocol_label(protocol, m)} for m in runs]
     df = pd.DataFrame(rows).sort_values(["tau", "gamma"]).reset_index(drop=True)
     df["best_valid"] = df["valid_ppl"] == df["valid_ppl"].min()
     return df
@@ -100,7 +108,7 @@ def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) 
                      "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
                      "soft_target_grad": info.get("soft_target_grad"),
                      "prediction_bias": info.get("prediction_bias"), "alpha": info.get("alpha"),
-                     "epochs": train["epochs"], "train_tokens": train.get("max_train_tokens"),
+                     "epochs": train["epochs"], "hours": run_hours(m), "train_tokens": train.get("max_train_tokens"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
                      "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
                      "why": why.get((info["variant"], tag), ""), "protocol": protocol_label(protocol, m)})
@@ -114,7 +122,8 @@ def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) 
     order = {v: i for i, v in enumerate(VARIANTS)}
     df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
     cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "alpha", "valid_ppl",
-            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "best_gain_over_vd", "epochs", "train_tokens", "why", "protocol",
+            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "best_gain_over_vd", "epochs", "hours", "train_tokens", "why",
+            "protocol",
             "variant"]
     return df[cols].reset_index(drop=True)
 

@@ -22,6 +22,7 @@ COLUMNS = {
     "train_ppl": "train ppl", "best_valid": "best valid", "soft_target_grad": "gradient into soft target",
     "prediction_bias": "bias in AL prediction", "gain_over_vd": "gain over VD", "decay_after": "decay after / every",
     "best_valid_ppl": "best valid", "best_gain_over_vd": "gain over VD at best",
+    "hours": "hours (train + valid)",
     "claim_id": "id", "d_sigma": "d·σ", "exp_d_sigma": "exp(d·σ)", "log10_exp_d_sigma": "log10 exp(d·σ)",
     "exp_d_sigma_over_n": "exp(d·σ) / n", "theory_loss": "closed form", "theory_loss_rescaled": "rescaled closed form",
     "std": "σ", "sigma": "σ value", "knn_overlap": "kNN overlap",

@@ -379,7 +379,7 @@ def _inan_table1(ctx: Context) -> str:
     cols = {"dataset": "data set", "size": "size", "model": "model",
             **_ours_paper(t), "tau": "tau", "gamma": "gamma", "alpha": "alpha",
             "n_seeds": "seeds", "epochs": "epochs", "dropout_rate": "dropout", "embedding_dropout": "embedding dropout",
-            "protocol": "protocol"}
+            "hours": "hours (train + valid)", "protocol": "protocol"}
     return B.join([B.table(t, cols, keep=("model",), partial=("tau", "gamma", "alpha"), percent=_rel_cols(t),
                                      caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / "
                                              "paper; — = no number in the paper.",
@@ -443,7 +443,7 @@ def section_inan(ctx: Context) -> str:
                 B.table(res.raw["inan_screen"],
                         ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias",
                          "alpha", "train_tokens", "valid_ppl", "gain_over_vd", "best_valid_ppl", "best_gain_over_vd",
-                         "test_ppl", "train_ppl", "why"],
+                         "test_ppl", "train_ppl", "hours", "why"],
                         caption="Each run differs from the size block in the settings shown. Gain over VD = the "
                                 "validation perplexity of the VD-LSTM run with the same schedule and training tokens "
                                 "(empty: all of them) minus this run's, after the last epoch and at each run's best "
