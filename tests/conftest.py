@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -67,6 +69,17 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
         raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def printed_specs(dry_run_output: str, command: str = "inan train") -> list[dict]:
+    """The --spec of every `python -m replicate <command>` shell command a `snakemake -n -p` printed,
+    parsed as the shell would (a spec text may hold quotes: the paper's)."""
+    specs = []
+    for line in dry_run_output.splitlines():
+        if f"replicate {command} --spec" in line:
+            words = shlex.split(line[line.index("python -m replicate"):])
+            specs.append(json.loads(words[words.index("--spec") + 1]))
+    return specs
 
 
 @pytest.fixture

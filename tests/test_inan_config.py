@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import re
-
-from conftest import run_snakemake
+from conftest import printed_specs, run_snakemake
 
 
 def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set(workflow_dir):
     args = ["-n", "-p", "--forceall", "results/tables/inan_table1.csv", "--configfile", "config/paper.yaml"]
     out = run_snakemake(args, cwd=workflow_dir).stdout
     specs = {(s["dataset"], s["size"], s["variant"]): s["size_settings"]
-             for s in map(json.loads, re.findall(r"inan train --spec '(\{.*?\})' --corpus", out))}
+             for s in printed_specs(out)}
     assert len(specs) == 2 * 3 * 4
     expected = {"small": (5, 0.9, 5.0, 0.3), "medium": (10, 0.9, 5.0, 0.5), "large": (1, 0.97, 6.0, 0.65)}
     wt2_dropout = {"small": 0.2, "medium": 0.4, "large": 0.4}

@@ -101,3 +101,22 @@ def test_checkpoint_of_other_code_is_refused(tiny_corpus, tmp_path, monkeypatch)
     monkeypatch.setattr(runner.provenance, "source_hash", lambda *modules: "other-code")
     with pytest.raises(ReplicateError, match="different settings or code"):
         runner.train_run(spec, corpus, tmp_path, threads=1, device="cpu", log=lambda *a: None)
+
+
+def test_rerun_of_a_finished_run_restores_its_outputs(tiny_corpus, tmp_path):
+    """Snakemake deletes a job's outputs before it reruns the job: resuming the finished checkpoint
+    only re-evaluates, and must write metrics.json AND history.csv again, with the same numbers."""
+    from replicate.data import load_corpus
+    from replicate.lstm import runner
+
+    corpus = load_corpus(tiny_corpus)
+    spec = {**SPEC, "settings": {**SPEC["settings"], "epochs": 1, "max_batches": 2, "eval_max_tokens": 200}}
+    first = runner.train_run(spec, corpus, tmp_path, threads=1, device="cpu", log=lambda *a: None)
+    history = (tmp_path / "history.csv").read_text()
+    (tmp_path / "history.csv").unlink()
+    (tmp_path / "metrics.json").unlink()
+    logged = []
+    again = runner.train_run(spec, corpus, tmp_path, threads=1, device="cpu", log=logged.append)
+    assert any("resumed from" in line for line in logged)
+    assert (tmp_path / "history.csv").read_text() == history
+    assert again["valid_ppl"] == first["valid_ppl"] and again["history"] == first["history"]

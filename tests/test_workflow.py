@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import REPO_ROOT, run_snakemake
+from conftest import REPO_ROOT, printed_specs, run_snakemake
 
 # Lints we keep on purpose (justified in docs/reproducibility.md, "Lints we accept"). Anything else fails the test.
 ACCEPTED_LINTS = {"Specify a conda environment or container for each rule."}
@@ -46,7 +46,7 @@ def _inan_train_specs(workflow_dir, *configfiles) -> dict[str, dict]:
     """variant -> the spec the dry run would hand to `python -m replicate inan train`."""
     args = ["-n", "-p", "--forceall", "results/tables/inan_table1.csv", "--configfile", *configfiles]
     out = run_snakemake(args, cwd=workflow_dir).stdout
-    specs = [json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out)]
+    specs = printed_specs(out)
     return {s["variant"]: s for s in specs}
 
 
@@ -69,19 +69,21 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", "config/config.yaml"]
     out = run_snakemake(args, cwd=workflow_dir).stdout
     specs = {f"{s['variant']}_{s['tag']}": s
-             for s in (json.loads(m) for m in re.findall(r"inan train --spec '(\{.*?\})' --corpus", out))}
+             for s in printed_specs(out)}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2", "vd_interval_full"}
+                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full"}
     resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
                 for k, s in specs.items()}
     for k, (engine, _) in resolved.items():
         assert engine["epochs"] == 40 and engine["decay"] == 0.9
-        budget = (None, None) if k == "vd_interval_full" else (92959, 20000)
+        budget = (None, None) if k.endswith("_full") else (92959, 20000)
         assert (engine.get("max_train_tokens"), engine.get("eval_max_tokens")) == budget, k
     # a run that lifts the budget carries its own reduction text; the others the screen's
     assert specs["vd_interval_full"]["reduction"].startswith("full PTB")
     assert specs["vd_interval"]["reduction"].startswith("screen: first 10 %")
+    assert specs["vd_later_full"]["reduction"].endswith("under the paper's schedule")  # a quote survives the shell
     assert resolved["vd_interval"][0]["schedule"] == "interval" and resolved["vd_later"][0]["schedule"] == "later"
+    assert resolved["vd_later_full"][0]["schedule"] == "later"
     forms = {k: (al.soft_target_grad, al.prediction_bias, al.alpha) for k, (_, al) in resolved.items()
              if al is not None}
     assert forms == {"al_interval_nobias": (False, False, 5.0), "al_interval_nobias_grad": (True, False, 5.0),

@@ -11,12 +11,14 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from replicate import devices, provenance
 from replicate import io as rio
 from replicate.lstm import MATH_MODULES
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
-from replicate.lstm.train import Trainer, seed_everything
+from replicate.lstm.train import HISTORY, Trainer, seed_everything
 
 # settings that do not change the trained weights: a checkpoint stays valid when they change
 NOT_MATH = ("checkpoint_minutes", "log_every", "eval_window", "eval_max_tokens")
@@ -50,6 +52,9 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
               "code_version": provenance.source_hash(*MATH_MODULES),
               "provenance": provenance.collect(spec.get("config", spec), started, str(dev))}
+    # The trainer writes history.csv after every epoch; a rerun that resumes a finished checkpoint only
+    # re-evaluates, so write it here too (Snakemake deletes a job's outputs before it reruns the job).
+    rio.write_csv(out_dir / HISTORY, pd.DataFrame(metrics["history"]))
     rio.write_json(out_dir / "metrics.json", result)
     log(f"[{spec['name']}] done: train {metrics['train_ppl']:.2f} (clean {metrics['train_clean_ppl']:.2f}) "
         f"valid {metrics['valid_ppl']:.2f} test {metrics['test_ppl']:.2f}")
