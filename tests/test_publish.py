@@ -206,6 +206,47 @@ def test_a_mix_with_the_bundle_is_refused_and_replace_drops_the_old_files(publis
     assert new["press_wolf"] != old["press_wolf"]
 
 
+def test_replace_runs_swaps_one_run_kind_and_keeps_the_experiments_others(published, smoke_run, tmp_path):
+    """A rerun of Table 1 under new code replaces the bundle's Table 1 runs only: the other inan kinds
+    stay as published and are still checked; a Table 1 run the rerun lacks leaves the bundle."""
+    base = new_base(tmp_path, bundle_from=published)
+    results = results_copy(smoke_run, tmp_path / "results")
+    for path in results.glob("inan/table1/*/*/metrics.json"):
+        edit_json(path, lambda r: r.update(code_version="a" * 16))
+    shutil.rmtree(results / "inan/table1/ptb/small_real")
+    (results / "benchmarks/inan/table1/ptb/small_real.tsv").unlink()
+    for kept in ("ablation", "screen", "subspace"):   # only Table 1 reaches the bundle
+        shutil.rmtree(results / "inan" / kept)
+    before = manifest(base)
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan")
+    assert rc == 2 and "code version" in out and "inan/table1/ptb/small_vd" in out, out
+    assert "--replace-runs inan/table1" in out, out
+
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1")
+    assert rc == 0, out
+    runs = manifest(base)["experiments"]["inan"]["runs"]
+    table1 = {i: r for i, r in runs.items() if r["kind"] == "table1"}
+    assert set(table1) == {f"inan/table1/ptb/small_{v}" for v in ("vd", "al", "re")}
+    assert {r["code_version"] for r in table1.values()} == {"a" * 16}
+    old = before["experiments"]["inan"]["runs"]
+    assert {i: r for i, r in runs.items() if r["kind"] != "table1"} == {
+        i: r for i, r in old.items() if r["kind"] != "table1"}
+    files = files_of(base / BUNDLE)
+    assert not [f for f in files if "small_real" in f and "table1" in f]
+    assert any(f.startswith("inan/subspace/") for f in files)
+
+    # the other kinds are still checked against the bundle
+    for path in results.glob("inan/table1/*/*/metrics.json"):
+        edit_json(path, lambda r: r.update(code_version="b" * 16))
+    shutil.copytree(smoke_run / "results/inan/screen", results / "inan/screen", ignore=shutil.ignore_patterns("*.pt"))
+    for path in results.glob("inan/screen/*/*/metrics.json"):
+        edit_json(path, lambda r: r.update(code_version="c" * 16))
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1")
+    assert rc == 2 and "screen runs have code version" in out, out
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/tabel1")
+    assert rc == 2 and "no such run kind" in out and "inan/table1" in out, out
+
+
 def test_a_mix_within_the_results_is_refused_even_with_replace(published, smoke_run, tmp_path):
     base = new_base(tmp_path, bundle_from=published)
     results = results_copy(smoke_run, tmp_path / "results")

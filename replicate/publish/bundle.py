@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicate import io as rio
-from replicate import provenance
+from replicate import paths, provenance
 from replicate.errors import ReplicateError
 from replicate.publish import checks
 from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
@@ -30,6 +30,7 @@ class Plan:
     bundle: Path
     scans: dict[str, Scan]
     unowned: list[str] = field(default_factory=list)   # results files no experiment publishes
+    dropped: set[str] = field(default_factory=set)     # bundle files of the runs --replace-runs replaces
 
     @property
     def publishable(self) -> dict[str, Scan]:
@@ -37,8 +38,11 @@ class Plan:
 
 
 def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None = None,
-         replace: bool = False) -> Plan:
-    """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix."""
+         replace: bool = False, replace_runs: list[str] | tuple[str, ...] = ()) -> Plan:
+    """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix.
+
+    ``replace_runs``: run kinds as ``<experiment>/<kind>`` (``inan/table1``) whose runs in the bundle
+    give way to those in ``results``; the experiment's other runs stay and are still checked."""
     results, bundle = Path(results), Path(bundle)
     if not results.is_dir():
         raise ReplicateError(f"results folder {results} not found", "pass --results <folder of a run>")
@@ -55,10 +59,37 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
         raise ReplicateError(f"{results} holds nothing finished to publish for {', '.join(empty)}"
                              + (f" (not finished: {', '.join(unfinished)})" if unfinished else ""),
                              "publish once a run has finished, or name other experiments")
+    kinds = _replaced_kinds(replace_runs, scans, results)
     held = {} if replace else {n: scan(bundle, n) for n in scans}
+    dropped = {f for n, s in held.items() for r in s.runs if (n, r.kind) in kinds
+               for f in (*r.files, f"{paths.BENCHMARKS}/{r.id}.tsv")}
+    held = {n: _without(s, {k for e, k in kinds if e == n}) for n, s in held.items()}
     checks.refuse(scans, held, results, bundle)
     unowned = [rel for rel in files_under(results) if not rel.startswith(NEVER) and owner(rel) is None]
-    return Plan(results, bundle, scans, unowned)
+    return Plan(results, bundle, scans, unowned, dropped)
+
+
+def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> set[tuple[str, str]]:
+    """``<experiment>/<kind>`` names as (experiment, kind); raise on one that names nothing to publish."""
+    out = set()
+    for name in names:
+        experiment, _, kind = name.partition("/")
+        known = [f"{e.name}/{k.name}" for e in EXPERIMENTS.values() for k in e.kinds]
+        if name not in known:
+            raise ReplicateError(f"--replace-runs {name}: no such run kind",
+                                 f"choose from {', '.join(sorted(set(known)))}")
+        if experiment not in scans or not any(r.kind == kind for r in scans[experiment].runs):
+            raise ReplicateError(f"--replace-runs {name}: {results} holds no finished {name} runs to replace "
+                                 "the bundle's with", "finish those runs first, or drop the option")
+        out.add((experiment, kind))
+    return out
+
+
+def _without(s: Scan, kinds: set[str]) -> Scan:
+    """``s`` less its runs of ``kinds`` (and their entries in its protocol record)."""
+    gone = {r.id for r in s.runs if r.kind in kinds}
+    protocols = {label: kept for label, ids in s.protocols.items() if (kept := [i for i in ids if i not in gone])}
+    return Scan(s.experiment, [r for r in s.runs if r.id not in gone], s.skipped, s.other, protocols)
 
 
 def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict:
@@ -88,7 +119,8 @@ def _stage(p: Plan, stage: Path, replace: bool) -> None:
     then the published files over them."""
     dropped = set(p.publishable) if replace else set()
     for rel in files_under(p.bundle):
-        if rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped:
+        if (rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped
+                and rel not in p.dropped):
             _copy(p.bundle / rel, stage / rel)
     for s in p.publishable.values():
         for rel in s.files:

@@ -59,5 +59,9 @@ def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle:
     if clashes:
         fixes.append(f"to drop what {bundle} holds for {', '.join(clashes)} and publish {results} instead, "
                      f"add --replace")
+        kinds = [f"{n}/{kind}" for n in clashes for kind, groups in scans[n].versions().items()
+                 if (old := held[n].versions().get(kind)) and set(old) != set(groups)]
+        if kinds:
+            fixes.append(f"to replace only the bundle's runs of that kind, add --replace-runs {' '.join(kinds)}")
     problems += [p for found in clashes.values() for p in found]
     raise ReplicateError("refusing to publish mixed results:\n  - " + "\n  - ".join(problems), "; ".join(fixes))

@@ -1,7 +1,8 @@
 """``python -m replicate publish``: copy the finished results of a run into the tracked bundle.
 
 Merges with what the bundle holds for other experiments, refuses to mix code versions or protocols
-within an experiment (``--replace`` drops the bundle's files of the published experiments first),
+within an experiment (``--replace`` drops the bundle's files of the published experiments first,
+``--replace-runs`` only those of one run kind),
 rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block.
 """
 
@@ -24,6 +25,8 @@ def _describe(p: bundle_mod.Plan) -> None:
             print(f"  skipped, not finished: {run.id} ({run.missing})")
     for rel in p.unowned:
         print(f"not published (no experiment owns it): {rel}")
+    if p.dropped:
+        print(f"replaced: {len(p.dropped)} bundle files of the runs named by --replace-runs")
 
 
 def main(argv: list[str]) -> int:
@@ -35,6 +38,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replace", action="store_true",
                         help="drop the bundle's files of the published experiments first (other code version "
                              "or protocol)")
+    parser.add_argument("--replace-runs", nargs="+", action="extend", default=[], metavar="EXPERIMENT/KIND",
+                        help="let the runs of one kind (e.g. inan/table1) replace the bundle's runs of that kind, "
+                             "keeping the experiment's other runs (a rerun of one table under new code)")
     parser.add_argument("--readme", default="README.md", help="README whose measured-results block is rewritten")
     parser.add_argument("--no-readme", action="store_true", help="leave the README alone")
     parser.add_argument("--max-mb", type=float, default=20.0, help="size limit of the bundle (default: 20 MB)")
@@ -56,7 +62,7 @@ def main(argv: list[str]) -> int:
 
     if not args.no_readme:
         readme_mod.check(args.readme)
-    plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace)
+    plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace, args.replace_runs)
     _describe(plan)
     if args.dry_run:
         print("dry run: nothing written")
