@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicate import io as rio
-from replicate import paths, provenance
+from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.publish import checks
-from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
+from replicate.publish.catalogue import (EXPERIMENTS, NEVER, Scan, benchmark_file, files_under, owner, present,
+                                         scan)
 
 MANIFEST = "MANIFEST.json"
 REPORT_MD, REPORT_HTML = "report/report.md", "report/index.html"
@@ -62,7 +63,7 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
     kinds = _replaced_kinds(replace_runs, scans, results)
     held = {} if replace else {n: scan(bundle, n) for n in scans}
     dropped = {f for n, s in held.items() for r in s.runs if (n, r.kind) in kinds
-               for f in (*r.files, f"{paths.BENCHMARKS}/{r.id}.tsv")}
+               for f in (*r.files, benchmark_file(r.id))}
     held = {n: _without(s, {k for e, k in kinds if e == n}) for n, s in held.items()}
     checks.refuse(scans, held, results, bundle)
     unowned = [rel for rel in files_under(results) if not rel.startswith(NEVER) and owner(rel) is None]
@@ -71,13 +72,12 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
 
 def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> set[tuple[str, str]]:
     """``<experiment>/<kind>`` names as (experiment, kind); raise on one that names nothing to publish."""
+    known = sorted({f"{e.name}/{k.name}" for e in EXPERIMENTS.values() for k in e.kinds})
     out = set()
     for name in names:
         experiment, _, kind = name.partition("/")
-        known = [f"{e.name}/{k.name}" for e in EXPERIMENTS.values() for k in e.kinds]
         if name not in known:
-            raise ReplicateError(f"--replace-runs {name}: no such run kind",
-                                 f"choose from {', '.join(sorted(set(known)))}")
+            raise ReplicateError(f"--replace-runs {name}: no such run kind", f"choose from {', '.join(known)}")
         if experiment not in scans or not any(r.kind == kind for r in scans[experiment].runs):
             raise ReplicateError(f"--replace-runs {name}: {results} holds no finished {name} runs to replace "
                                  "the bundle's with", "finish those runs first, or drop the option")

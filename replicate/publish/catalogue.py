@@ -227,6 +227,11 @@ def files_under(root: Path) -> list[str]:
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
+def benchmark_file(run_id: str) -> str:
+    """The Snakemake benchmark file of a run (relative to the results root)."""
+    return f"{paths.BENCHMARKS}/{run_id}.tsv"
+
+
 def owner(rel: str) -> str | None:
     """The experiment a results file belongs to (None: none, or never published)."""
     if rel.startswith(NEVER):
@@ -252,7 +257,7 @@ def scan(root: str | Path, experiment: str, files: list[str] | None = None) -> S
         (out.skipped if run.missing else out.runs).append(run)
         if run.protocol:
             out.protocols.setdefault(run.protocol, []).append(run.id)
-    unfinished_benchmarks = {f"benchmarks/{r.id}.tsv" for r in out.skipped}
+    unfinished_benchmarks = {benchmark_file(r.id) for r in out.skipped}
     for rel in loose:
         if (rel.endswith(PUBLISHED_SUFFIXES) and "checkpoint" not in Path(rel).name
                 and rel not in unfinished_benchmarks):
