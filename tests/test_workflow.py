@@ -71,23 +71,45 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     specs = {f"{s['variant']}_{s['tag']}": s
              for s in printed_specs(out)}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full"}
+                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full", "al_later_full_tau2"}
     resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
                 for k, s in specs.items()}
     for k, (engine, _) in resolved.items():
         assert engine["epochs"] == 40 and engine["decay"] == 0.9
-        budget = (None, None) if k.endswith("_full") else (92959, 20000)
+        budget = (None, None) if "_full" in k else (92959, 20000)
         assert (engine.get("max_train_tokens"), engine.get("eval_max_tokens")) == budget, k
     # a run that lifts the budget carries its own reduction text; the others the screen's
     assert specs["vd_interval_full"]["reduction"].startswith("full PTB")
     assert specs["vd_interval"]["reduction"].startswith("screen: first 10 %")
     assert specs["vd_later_full"]["reduction"].endswith("under the paper's schedule")  # a quote survives the shell
     assert resolved["vd_interval"][0]["schedule"] == "interval" and resolved["vd_later"][0]["schedule"] == "later"
-    assert resolved["vd_later_full"][0]["schedule"] == "later"
+    assert resolved["vd_later_full"][0]["schedule"] == resolved["al_later_full_tau2"][0]["schedule"] == "later"
     forms = {k: (al.soft_target_grad, al.prediction_bias, al.alpha) for k, (_, al) in resolved.items()
              if al is not None}
     assert forms == {"al_interval_nobias": (False, False, 5.0), "al_interval_nobias_grad": (True, False, 5.0),
-                     "al_interval_nobias_tau2": (False, False, 50.0)}
+                     "al_interval_nobias_tau2": (False, False, 50.0), "al_later_full_tau2": (False, False, 50.0)}
+
+
+def test_full_data_screen_runs_are_table1_rows(workflow_dir):
+    """The default preset's full-data screen runs train what the Table 1 rows train: `vd_later_full` is the
+    VD-LSTM row exactly (its checkpoint is reused there), `al_later_full_tau2` is the +AL row with only the
+    AL weight changed (alpha = gamma tau^2 = 50 against the row's gamma tau = 5)."""
+    from replicate.inan.train import run_settings
+
+    table1 = _inan_train_specs(workflow_dir, "config/config.yaml")
+    args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", "config/config.yaml"]
+    screen = {f"{s['variant']}_{s['tag']}": s for s in printed_specs(run_snakemake(args, cwd=workflow_dir).stdout)}
+
+    def settings(spec, overrides=None):
+        return run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], overrides)
+
+    vd_row, vd_screen = settings(table1["vd"]), settings(screen["vd_later_full"], screen["vd_later_full"]["overrides"])
+    assert vd_row[0] == vd_screen[0] and vd_row[1] is vd_screen[1] is None
+    (al_engine, al), (tau2_engine, tau2) = settings(table1["al"]), settings(
+        screen["al_later_full_tau2"], screen["al_later_full_tau2"]["overrides"])
+    assert al_engine == tau2_engine
+    assert (al.alpha, tau2.alpha) == (5.0, 50.0)
+    assert (al.tau, al.soft_target_grad, al.prediction_bias) == (tau2.tau, tau2.soft_target_grad, tau2.prediction_bias)
 
 
 def test_bad_config_stops_with_cause(workflow_dir):
