@@ -163,3 +163,46 @@ def test_scaled_augmented_loss_is_a_centred_regression_when_logits_are_small(tau
     quadratic = 0.5 * (resid ** 2).sum(dim=1)
     rel = ((scaled - quadratic).abs() / quadratic).max().item()
     assert rel < (0.03 if tau == 2.0 else 0.005)  # measured: 0.010 and 0.0017
+
+
+def _plain_augmented_loss(logits, targets, emb, tau, soft_target_grad):
+    """The per-token transcription: kl_div(log y^, log y~) with y~ formed for every token."""
+    e = emb if soft_target_grad else emb.detach()
+    log_soft = torch.log_softmax(e[targets] @ e.t() / tau, -1)
+    log_pred = torch.log_softmax(logits / tau, -1)
+    return torch.nn.functional.kl_div(log_pred, log_soft, reduction="none", log_target=True).sum(-1)
+
+
+@pytest.mark.parametrize("soft_target_grad", [False, True])
+def test_augmented_loss_matches_plain_transcription_value_and_gradients(soft_target_grad):
+    """Repeated target words (the soft target is formed once per distinct word): same value, same
+    gradients into the logits and the embedding as the per-token transcription."""
+    torch.manual_seed(4)
+    vocab, tau = 13, 2.5
+    targets = torch.tensor([3, 7, 3, 3, 0, 12, 7, 5])
+    grads = []
+    for fn in (lambda z, e: augmented_loss(z, targets, e, tau, soft_target_grad, reduction="none"),
+               lambda z, e: _plain_augmented_loss(z, targets, e, tau, soft_target_grad)):
+        torch.manual_seed(5)
+        emb = torch.randn(vocab, 4, dtype=torch.float64, requires_grad=True)
+        logits = torch.randn(8, vocab, dtype=torch.float64, requires_grad=True)
+        weights = torch.linspace(0.5, 2.0, 8, dtype=torch.float64)  # a non-uniform upstream gradient
+        value = fn(logits, emb)
+        (value * weights).sum().backward()
+        grads.append((value.detach(), logits.grad, emb.grad))
+    (v, gz, ge), (v0, gz0, ge0) = grads
+    torch.testing.assert_close(v, v0, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(gz, gz0, rtol=1e-10, atol=1e-13)
+    if soft_target_grad:
+        torch.testing.assert_close(ge, ge0, rtol=1e-10, atol=1e-13)
+    else:
+        assert ge is None and ge0 is None
+
+
+def test_augmented_loss_passes_gradcheck_with_gradient_into_the_soft_target():
+    torch.manual_seed(6)
+    emb = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    logits = torch.randn(5, 6, dtype=torch.float64, requires_grad=True)
+    targets = torch.tensor([1, 4, 1, 0, 4])
+    assert torch.autograd.gradcheck(lambda z, e: augmented_loss(z, targets, e, 1.7, True, reduction="none"),
+                                    (logits, emb))
