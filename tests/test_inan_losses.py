@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from replicate.inan.losses import augmented_loss, inan_total_loss, subspace_experiment_loss
+from replicate.inan.losses import (augmented_loss, augmented_loss_transcription, inan_total_loss,
+                                   subspace_experiment_loss)
 from replicate.inan.subspace import angle_distance, orthonormal_basis, principal_cosines, residual_distance
 
 
@@ -165,14 +166,6 @@ def test_scaled_augmented_loss_is_a_centred_regression_when_logits_are_small(tau
     assert rel < (0.03 if tau == 2.0 else 0.005)  # measured: 0.010 and 0.0017
 
 
-def _plain_augmented_loss(logits, targets, emb, tau, soft_target_grad):
-    """The per-token transcription: kl_div(log y^, log y~) with y~ formed for every token."""
-    e = emb if soft_target_grad else emb.detach()
-    log_soft = torch.log_softmax(e[targets] @ e.t() / tau, -1)
-    log_pred = torch.log_softmax(logits / tau, -1)
-    return torch.nn.functional.kl_div(log_pred, log_soft, reduction="none", log_target=True).sum(-1)
-
-
 @pytest.mark.parametrize("soft_target_grad", [False, True])
 def test_augmented_loss_matches_plain_transcription_value_and_gradients(soft_target_grad):
     """Repeated target words (the soft target is formed once per distinct word): same value, same
@@ -182,7 +175,7 @@ def test_augmented_loss_matches_plain_transcription_value_and_gradients(soft_tar
     targets = torch.tensor([3, 7, 3, 3, 0, 12, 7, 5])
     grads = []
     for fn in (lambda z, e: augmented_loss(z, targets, e, tau, soft_target_grad, reduction="none"),
-               lambda z, e: _plain_augmented_loss(z, targets, e, tau, soft_target_grad)):
+               lambda z, e: augmented_loss_transcription(z, targets, e, tau, soft_target_grad)):
         torch.manual_seed(5)
         emb = torch.randn(vocab, 4, dtype=torch.float64, requires_grad=True)
         logits = torch.randn(8, vocab, dtype=torch.float64, requires_grad=True)
@@ -206,3 +199,27 @@ def test_augmented_loss_passes_gradcheck_with_gradient_into_the_soft_target():
     targets = torch.tensor([1, 4, 1, 0, 4])
     assert torch.autograd.gradcheck(lambda z, e: augmented_loss(z, targets, e, 1.7, True, reduction="none"),
                                     (logits, emb))
+
+
+def test_transcription_matches_hand_computation():
+    emb = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=torch.float64)
+    logits = torch.tensor([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]], dtype=torch.float64)
+    targets = torch.tensor([2, 0])
+    got = augmented_loss_transcription(logits, targets, emb, 0.7)
+    assert got.tolist() == pytest.approx(_hand_kl(logits, targets, emb, 0.7), rel=1e-12)
+
+
+def test_bench_loss_times_both_forms(tmp_path):
+    import json
+
+    from replicate.inan.cli import main
+
+    out = tmp_path / "bench.json"
+    assert main(["bench-loss", "--tokens", "40", "--vocab", "300", "--dim", "8", "--repeats", "2",
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["distinct_targets"] < 40  # Zipf targets repeat, which the soft-target reuse relies on
+    for grad in ("false", "true"):
+        timing = result["soft_target_grad"][grad]
+        assert [len(timing["ms"][k]) for k in ("ours", "transcription")] == [2, 2]
+        assert timing["speedup"] == pytest.approx(timing["median_ms"]["transcription"] / timing["median_ms"]["ours"])

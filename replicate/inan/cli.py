@@ -1,5 +1,6 @@
-"""``python -m replicate inan <train|table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target> ...``:
-what the rules call, and ``soft-target``, a diagnostic of trained runs."""
+"""``python -m replicate inan <train|table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target|bench-loss> ...``:
+what the rules call, ``soft-target``, a diagnostic of trained runs, and ``bench-loss``, the augmented
+loss's speed against its per-token transcription."""
 
 from __future__ import annotations
 
@@ -183,6 +184,12 @@ def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
     return {f"loss_{k}" if not k.startswith("loss") else k: v for k, v in terms.items()}
 
 
+def _bench_loss(args) -> int:
+    from replicate.inan.bench import main as bench_main
+
+    return bench_main(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate inan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -241,6 +248,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="CSV (with a .provenance.json beside it)")
     p.add_argument("runs", nargs="+", help="run folders with checkpoint.pt and metrics.json")
     p.set_defaults(func=_soft_target)
+
+    p = sub.add_parser("bench-loss", help="augmented loss forward + backward: ms against its per-token transcription")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--tokens", type=int, default=700, help="tokens per batch (PTB: 20 x 35)")
+    p.add_argument("--vocab", type=int, default=10000)
+    p.add_argument("--dim", type=int, default=200, help="embedding size (small: 200)")
+    p.add_argument("--tau", type=float, default=10.0)
+    p.add_argument("--repeats", type=int, default=21)
+    p.add_argument("--out", default=None, help="JSON with every timing (default: print a summary)")
+    p.set_defaults(func=_bench_loss)
 
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])
     return args.func(args)

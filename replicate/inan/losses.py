@@ -100,6 +100,15 @@ def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch
     return per_token.mean()
 
 
+def augmented_loss_transcription(logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor,
+                                 tau: float, soft_target_grad: bool = False) -> torch.Tensor:
+    """The per-token J_aug as the formula reads (y~ formed for every token, autograd for the gradient):
+    the reference ``augmented_loss`` is tested and benchmarked against. Shape ``logits.shape[:-1]``."""
+    log_pred = F.log_softmax(logits / tau, dim=-1)
+    log_soft = soft_targets_log(embedding, targets.reshape(-1), tau, soft_target_grad).reshape(log_pred.shape)
+    return F.kl_div(log_pred, log_soft, reduction="none", log_target=True).sum(-1)
+
+
 def inan_total_loss(ce: torch.Tensor, j_aug: torch.Tensor, alpha: float) -> torch.Tensor:
     """Table 1 training loss: J = CE + alpha * J_aug (both with the same reduction)."""
     return ce + alpha * j_aug

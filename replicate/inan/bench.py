@@ -1,0 +1,76 @@
+"""Speed benchmark (not a test) of the augmented loss: ``augmented_loss`` against the per-token
+transcription, forward + backward on random logits and embedding of a PTB-sized batch, both forms
+timed alternately in one process so that load changes hit both.
+
+    python -m replicate inan bench-loss --threads 1 --repeats 21
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import torch
+
+from replicate.inan.losses import augmented_loss, augmented_loss_transcription
+from replicate.press_wolf.bench import load_state
+
+
+def zipf_targets(n: int, vocab: int, seed: int) -> torch.Tensor:
+    """``n`` word ids drawn with probability proportional to 1 / rank (PTB's distinct-word count per batch)."""
+    g = torch.Generator().manual_seed(seed)
+    weights = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float64)
+    return torch.multinomial(weights, n, replacement=True, generator=g)
+
+
+def time_ms(fn, logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor, tau: float,
+            soft_target_grad: bool) -> float:
+    """Wall milliseconds of one forward + backward of ``fn`` (mean over tokens)."""
+    z = logits.detach().requires_grad_()
+    emb = embedding.detach().requires_grad_(soft_target_grad)
+    start = time.perf_counter()
+    fn(z, targets, emb, tau, soft_target_grad).mean().backward()
+    return (time.perf_counter() - start) * 1e3
+
+
+def run(threads: int, tokens: int, vocab: int, dim: int, tau: float, repeats: int, seed: int = 0) -> dict:
+    torch.set_num_threads(threads)
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(tokens, vocab, generator=g)
+    embedding = torch.randn(vocab, dim, generator=g) * 0.1
+    targets = zipf_targets(tokens, vocab, seed)
+    forms = {"ours": lambda *a: augmented_loss(*a, reduction="none"), "transcription": augmented_loss_transcription}
+    result = {"threads": threads, "tokens": tokens, "vocab": vocab, "dim": dim, "tau": tau,
+              "distinct_targets": int(targets.unique().numel()), "repeats": repeats, "load_start": load_state(),
+              "soft_target_grad": {}}
+    for grad in (False, True):
+        times = {name: [] for name in forms}
+        for i in range(repeats + 1):  # the first round warms up
+            for name, fn in forms.items():
+                ms = time_ms(fn, logits, targets, embedding, tau, grad)
+                if i:
+                    times[name].append(ms)
+        med = {name: statistics.median(t) for name, t in times.items()}
+        result["soft_target_grad"][str(grad).lower()] = {"ms": times, "median_ms": med,
+                                                         "speedup": med["transcription"] / med["ours"]}
+        print(f"soft_target_grad={str(grad).lower():5}: ours {med['ours']:.1f} ms, transcription "
+              f"{med['transcription']:.1f} ms per forward + backward ({med['transcription'] / med['ours']:.2f}x), "
+              f"{tokens} tokens, {result['distinct_targets']} distinct targets, |V| {vocab}, d {dim}, "
+              f"{threads} thread(s)", flush=True)
+    result["load_end"] = load_state()
+    return result
+
+
+def main(args) -> int:
+    result = run(args.threads, args.tokens, args.vocab, args.dim, args.tau, args.repeats)
+    if args.out:
+        from replicate import io as rio
+        from replicate import provenance
+        from replicate.inan.train import TRAIN_MODULES
+
+        result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
+        rio.write_json(args.out, result)
+    else:
+        print(json.dumps({k: v for k, v in result.items() if k != "soft_target_grad"}))
+    return 0
