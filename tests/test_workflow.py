@@ -71,7 +71,8 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
     specs = {f"{s['variant']}_{s['tag']}": s
              for s in printed_specs(out)}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full", "al_later_full_tau2"}
+                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full", "al_later_full_tau2",
+                          "re_later_full"}
     resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
                 for k, s in specs.items()}
     for k, (engine, _) in resolved.items():
@@ -91,9 +92,10 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
 
 
 def test_full_data_screen_runs_are_table1_rows(workflow_dir):
-    """The default preset's full-data screen runs train what the Table 1 rows train: `vd_later_full` is the
-    VD-LSTM row exactly (its checkpoint is reused there), `al_later_full_tau2` is the +AL row with only the
-    AL weight changed (alpha = gamma tau^2 = 50 against the row's gamma tau = 5)."""
+    """The default preset's full-data screen runs train what the Table 1 rows train: `vd_later_full` and
+    `re_later_full` are the VD-LSTM and +RE rows exactly (a checkpoint moves between the two paths),
+    `al_later_full_tau2` is the +AL row with only the AL weight changed (alpha = gamma tau^2 = 50 against
+    the row's gamma tau = 5)."""
     from replicate.inan.train import run_settings
 
     table1 = _inan_train_specs(workflow_dir, "config/config.yaml")
@@ -103,8 +105,11 @@ def test_full_data_screen_runs_are_table1_rows(workflow_dir):
     def settings(spec, overrides=None):
         return run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], overrides)
 
-    vd_row, vd_screen = settings(table1["vd"]), settings(screen["vd_later_full"], screen["vd_later_full"]["overrides"])
-    assert vd_row[0] == vd_screen[0] and vd_row[1] is vd_screen[1] is None
+    for variant in ("vd", "re"):
+        row, full = settings(table1[variant]), settings(screen[f"{variant}_later_full"],
+                                                        screen[f"{variant}_later_full"]["overrides"])
+        assert row[0] == full[0] and row[1] is full[1] is None, variant
+    assert settings(table1["re"])[0]["tying"] == "tied_nobias"
     (al_engine, al), (tau2_engine, tau2) = settings(table1["al"]), settings(
         screen["al_later_full_tau2"], screen["al_later_full_tau2"]["overrides"])
     assert al_engine == tau2_engine
