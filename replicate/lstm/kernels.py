@@ -1,4 +1,16 @@
-"""Fused CPU/GPU-friendly kernels with hand-written backward passes (same math as the plain ops).
+"""Fast paths for the engine's math (``reference``): the same results, computed faster.
+
+The model calls ``lstm_layer`` and ``output_nll``; each picks the fastest path that computes exactly
+the reference math for its inputs:
+- no mask on the layer: torch's own LSTM kernel (oneDNN on CPU, cuDNN on GPU), with TF's single gate
+  bias as ``b_ih`` and a zero ``b_hh`` that is not trained;
+- one mask on the recurrent state (Inan's VD): ``lstm_sequence``, hand-written below;
+- per-gate masks (Gal's BD cells): ``reference.lstm_layer`` (plain autograd);
+- output layer: ``linear_nll``.
+``REPLICATE_KERNELS=reference`` (or ``use("reference")``) runs the reference path everywhere.
+Every fast path is proven equal to the reference in float64 (values and gradients) by
+tests/test_lstm_kernels.py; this module is therefore the *kernel* version, not the math version:
+editing it neither reruns finished jobs nor refuses a checkpoint.
 
 - ``lstm_sequence``: one LSTM layer over a whole BPTT window (nn.LSTM weight layout and gate order
   i, f, g, o; optional per-sequence mask on the recurrent state). The input projection of all time
@@ -7,15 +19,40 @@
 - ``linear_nll``: output layer + log-softmax + NLL summed over tokens, without materialising
   log-probabilities twice; the backward reuses the softmax buffer (p - onehot).
 
-Both are checked against nn.LSTM / F.cross_entropy in tests/test_lstm_model.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from replicate.errors import ReplicateError
+from replicate.lstm import reference
+
+BACKENDS = ("fast", "reference")
+_backend = [os.environ.get("REPLICATE_KERNELS", "fast")]
+
+
+def backend() -> str:
+    """The kernel backend in use: ``fast`` (default) or ``reference`` (env REPLICATE_KERNELS)."""
+    if _backend[0] not in BACKENDS:
+        raise ReplicateError(f"REPLICATE_KERNELS={_backend[0]!r} is not a kernel backend",
+                             f"set it to one of {', '.join(BACKENDS)} (or unset it for 'fast')")
+    return _backend[0]
+
+
+@contextlib.contextmanager
+def use(name: str):
+    """Run the enclosed code with kernel backend ``name`` (tests, benchmarks)."""
+    old, _backend[0] = _backend[0], name
+    try:
+        backend()
+        yield
+    finally:
+        _backend[0] = old
 
 # Per-step recurrent matmuls below this many multiply-adds run on one thread: at that size a
 # parallel region costs more than it saves, and on a loaded machine each thread barrier can wait a
@@ -162,3 +199,27 @@ class _LinearNLL(torch.autograd.Function):
 def linear_nll(h, weight, bias, targets):
     """Sum over rows of -log softmax(h @ weight.T + bias)[target]; h [N, H], targets [N]."""
     return _LinearNLL.apply(h, weight, bias, targets)
+
+
+def _native_lstm(x, h0, c0, w_ih, w_hh, bias):
+    """torch's LSTM kernel for one unmasked layer; ``bias`` goes in as b_ih, b_hh is a zero constant."""
+    params = [w_ih, w_hh, bias, bias.detach().new_zeros(bias.shape)]
+    out, _, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)), params, True, 1, 0.0,
+                             torch.is_grad_enabled(), False, False)
+    return out, c_n[0]
+
+
+def lstm_layer(x, h0, c0, w_ih, w_hh, bias, h_mask=None, in_mask=None):
+    """``reference.lstm_layer`` (same arguments and results) on the fastest path for these masks."""
+    if backend() == "reference" or in_mask is not None or (h_mask is not None and h_mask.dim() == 3):
+        return reference.lstm_layer(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
+    if h_mask is None:
+        return _native_lstm(x, h0, c0, w_ih, w_hh, bias)
+    return lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask)
+
+
+def output_nll(h, weight, bias, targets):
+    """``reference.output_nll`` on the fused path (training) or the reference one (no gradient)."""
+    if backend() == "reference" or not torch.is_grad_enabled():
+        return reference.output_nll(h, weight, bias, targets)
+    return linear_nll(h, weight, bias, targets)

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from replicate.lstm.config import ModelConfig
-from replicate.lstm.kernels import linear_nll, lstm_sequence
+from replicate.lstm import kernels
 
 
 class LSTMLayer(nn.Module):
@@ -54,28 +54,8 @@ class LSTMLayer(nn.Module):
         ``h_mask`` [B, H] multiplies h_{t-1} at every step. Per-gate masks (``in_mask`` [B, 4, I] on x and
         ``h_mask`` [B, 4, H]) give every gate its own dropped copy of x and h_{t-1}."""
         h0, c0 = state
-        if in_mask is None and (h_mask is None or h_mask.dim() == 2):
-            out, c_n = lstm_sequence(x, h0, c0, self.weight_ih, self.weight_hh, self.gate_bias(), h_mask)
-            return out, (out[-1], c_n)
-        return self._per_gate(x, h0, c0, in_mask, h_mask)
-
-    def _per_gate(self, x, h, c, in_mask, h_mask):
-        """Plain-autograd recurrence with one input and one recurrent mask per gate (Gal's LSTM)."""
-        H = self.hidden_size
-        w_ih = self.weight_ih.view(4, H, -1)
-        w_hh = self.weight_hh.view(4, H, H)
-        xs = x.unsqueeze(2) if in_mask is None else x.unsqueeze(2) * in_mask  # [T, B, 4 or 1, I]
-        pre = torch.einsum("tbki,kgi->tbkg", xs.expand(-1, -1, 4, -1), w_ih) + self.gate_bias().view(4, H)
-        outs = []
-        for t in range(x.shape[0]):
-            hs = h.unsqueeze(1).expand(-1, 4, -1) if h_mask is None else h.unsqueeze(1) * h_mask.view(-1, 4, H)
-            gates = pre[t] + torch.einsum("bkh,kgh->bkg", hs, w_hh)
-            i, f, g, o = gates.unbind(1)
-            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-            h = torch.sigmoid(o) * torch.tanh(c)
-            outs.append(h)
-        out = torch.stack(outs)
-        return out, (h, c)
+        out, c_n = kernels.lstm_layer(x, h0, c0, self.weight_ih, self.weight_hh, self.gate_bias(), h_mask, in_mask)
+        return out, (out[-1], c_n)
 
 
 def _mask(like: torch.Tensor, shape, p: float):
@@ -119,11 +99,9 @@ class LSTMLM(nn.Module):
         return F.linear(features, self.output_weight, self.output_bias)
 
     def nll(self, features, targets):
-        """Sum over tokens of the cross-entropy of the output layer (fused when training)."""
+        """Sum over tokens of the cross-entropy of the output layer."""
         flat, tgt = features.reshape(-1, features.shape[-1]), targets.reshape(-1)
-        if torch.is_grad_enabled():
-            return linear_nll(flat, self.output_weight, self.output_bias, tgt)
-        return F.cross_entropy(self.logits(flat), tgt, reduction="sum")
+        return kernels.output_nll(flat, self.output_weight, self.output_bias, tgt)
 
     def pr_penalty(self, form: str, lam: float, batch_size: int):
         """The PR term of one window's cost (config.PR_FORMS); 0 without projection."""

@@ -15,7 +15,7 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.lstm import MATH_MODULES
+from replicate.lstm import KERNEL_MODULES, MATH_MODULES, kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import HISTORY, Trainer, seed_everything
@@ -51,6 +51,7 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     metrics = trainer.run()
     result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
               "code_version": provenance.source_hash(*MATH_MODULES),
+              "kernel_version": provenance.source_hash(*KERNEL_MODULES), "kernels": kernels.backend(),
               "provenance": provenance.collect(spec.get("config", spec), started, str(dev))}
     # The trainer writes history.csv after every epoch; a rerun that resumes a finished checkpoint only
     # re-evaluates, so write it here too (Snakemake deletes a job's outputs before it reruns the job).

@@ -1,0 +1,114 @@
+"""Every fast path of ``replicate.lstm.kernels`` equals ``replicate.lstm.reference`` in float64.
+
+Values and gradients, relative error <= 1e-10, on random inputs: the proof that a kernel change is not a
+change of results (the kernels are hashed apart from the math version, see replicate/lstm/__init__.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from replicate.errors import ReplicateError
+from replicate.lstm import kernels, reference
+from replicate.lstm.config import ModelConfig
+from replicate.lstm.model import LSTMLM
+
+RTOL = 1e-10
+
+
+def _assert_rel(a: torch.Tensor, b: torch.Tensor, what: str):
+    err = float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+    assert err <= RTOL, f"{what}: relative error {err:.2e} > {RTOL:.0e}"
+
+
+def _layer_case(seed=0, T=6, B=3, I=5, H=4, mask=None):
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, dtype=torch.double, generator=g)  # noqa: E731
+    x, h0, c0 = rnd(T, B, I), rnd(B, H), rnd(B, H)
+    w_ih, w_hh, bias = rnd(4 * H, I) * 0.5, rnd(4 * H, H) * 0.5, rnd(4 * H) * 0.5
+    masks = {None: (None, None),
+             "recurrent": ((torch.rand(B, H, generator=g, dtype=torch.double) < 0.7).double() / 0.7, None),
+             "per_gate": ((torch.rand(B, 4, H, generator=g, dtype=torch.double) < 0.7).double() / 0.7,
+                          (torch.rand(B, 4, I, generator=g, dtype=torch.double) < 0.7).double() / 0.7)}[mask]
+    weights = rnd(T, B, H)  # a loss that weights every output differently
+    return [t.requires_grad_() for t in (x, h0, c0, w_ih, w_hh, bias)], masks, weights
+
+
+def _run(fn, tensors, masks, weights):
+    out, c_n = fn(*tensors, *masks)
+    loss = (out * weights).sum() + (c_n * c_n).sum()
+    return [out.detach(), c_n.detach(), *torch.autograd.grad(loss, tensors)]
+
+
+@pytest.mark.parametrize("mask", [None, "recurrent", "per_gate"])
+def test_lstm_layer_fast_path_equals_reference_in_float64(mask):
+    tensors, masks, weights = _layer_case(mask=mask)
+    names = ["out", "c_T", "d x", "d h0", "d c0", "d w_ih", "d w_hh", "d bias"]
+    fast = _run(kernels.lstm_layer, tensors, masks, weights)
+    ref = _run(reference.lstm_layer, tensors, masks, weights)
+    for name, a, b in zip(names, fast, ref):
+        _assert_rel(a, b, f"mask={mask}: {name}")
+
+
+def test_each_lstm_path_is_the_one_dispatched(monkeypatch):
+    """The dispatch really takes the native kernel for no mask and the fused one for a recurrent mask
+    (so the equality above is a statement about the fast paths, not about the reference twice)."""
+    calls = []
+    monkeypatch.setattr(kernels, "_native_lstm", lambda *a: calls.append("native") or reference.lstm_layer(*a))
+    monkeypatch.setattr(kernels, "lstm_sequence", lambda *a: calls.append("fused") or reference.lstm_layer(*a))
+    for mask in (None, "recurrent"):
+        tensors, masks, _ = _layer_case(mask=mask)
+        kernels.lstm_layer(*tensors, *masks)
+    with kernels.use("reference"):
+        tensors, masks, _ = _layer_case(mask=None)
+        kernels.lstm_layer(*tensors, *masks)
+    assert calls == ["native", "fused"]
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_output_nll_fast_path_equals_reference_in_float64(with_bias):
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(40, 6, dtype=torch.double, generator=g).requires_grad_()
+    w = torch.randn(50, 6, dtype=torch.double, generator=g).requires_grad_()
+    b = torch.randn(50, dtype=torch.double, generator=g).requires_grad_() if with_bias else None
+    t = torch.randint(0, 50, (40,), generator=g)
+    params = [p for p in (h, w, b) if p is not None]
+    fast, ref = kernels.linear_nll(h, w, b, t), reference.output_nll(h, w, b, t)
+    _assert_rel(fast.detach(), ref.detach(), "nll")
+    for a, c in zip(torch.autograd.grad(fast, params), torch.autograd.grad(ref, params)):
+        _assert_rel(a, c, "gradient")
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(dropout="none", gate_bias="tf"),
+    dict(dropout="none", gate_bias="torch", tying="tied", projection=True),
+    dict(dropout="inan", dropout_rate=0.4, tying="tied_nobias"),
+    dict(dropout="variational", dropout_word=0.2, dropout_input=0.4, dropout_hidden=0.3, dropout_output=0.4),
+    dict(dropout="variational", dropout_input=0.4, dropout_hidden=0.3, variational_masks="shared"),
+], ids=["none-tf", "none-torch-tied-pr", "inan", "bd-per-gate", "bd-shared"])
+def test_model_loss_and_gradients_equal_under_fast_and_reference_kernels(cfg):
+    """A whole training step's loss and every parameter gradient, both backends, same masks (same seed)."""
+    torch.manual_seed(5)
+    model = LSTMLM(ModelConfig(vocab_size=37, hidden_size=6, init_scale=0.3, **cfg)).double().train()
+    inputs, targets = torch.randint(0, 37, (7, 4)), torch.randint(0, 37, (7, 4))
+
+    def step():
+        torch.manual_seed(9)  # the same dropout masks for both backends
+        model.zero_grad()
+        features, hidden = model(inputs, model.init_hidden(4))
+        loss = model.nll(features, targets)
+        loss.backward()
+        return [loss.detach(), hidden[-1][1].detach()] + [p.grad.clone() for p in model.parameters()]
+
+    fast = step()
+    with kernels.use("reference"):
+        ref = step()
+    for (name, _), a, b in zip([("loss", 0), ("c_T", 0), *model.named_parameters()], fast, ref):
+        _assert_rel(a, b, name)
+
+
+def test_unknown_kernel_backend_is_refused_with_the_fix():
+    with pytest.raises(ReplicateError, match="REPLICATE_KERNELS"):
+        with kernels.use("fastest"):
+            pass
