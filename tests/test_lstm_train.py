@@ -136,6 +136,44 @@ def test_nan_loss_stops_with_run_epoch_and_batch(tmp_path):
     assert "small_wt/seed9" in msg and "epoch 1" in msg and "batch 3/" in msg and "checkpoint" in msg
 
 
+def test_nan_in_a_later_epoch_keeps_the_last_good_checkpoint_and_names_it(tmp_path):
+    """A NaN injected at step k of epoch 2 (test hook, not a real lr): the epoch-1 checkpoint stays as it was,
+    finite, the message names it, and nothing past the fault is saved (checkpoint_minutes=0 saves every batch)."""
+    def extra(logits, targets, features, model):
+        extra.calls += 1
+        return torch.tensor(float("nan") if extra.calls == tr.batches + 2 else 0.0, dtype=torch.float64)
+    extra.calls = 0
+    tr = _trainer(train_kw={"epochs": 2, "checkpoint_minutes": 0}, extra_loss=extra, run_dir=tmp_path, name="r")
+    with pytest.raises(ReplicateError) as err:
+        tr.run()
+    assert "epoch 2, batch 2/" in str(err.value) and f"kept: {tmp_path / 'checkpoint.pt'}" in str(err.value)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert (state["epoch"], state["batch"]) == (1, 1)  # the save after the last good step
+    assert all(bool(torch.isfinite(t).all()) for t in state["model"].values())
+
+
+def test_non_finite_weights_are_never_saved(tmp_path):
+    tr = _trainer(run_dir=tmp_path, name="r")
+    with torch.no_grad():
+        tr.model.embedding.weight[3, 1] = float("inf")
+    with pytest.raises(ReplicateError, match="non-finite weights \\(embedding.weight\\) before a checkpoint save"):
+        tr.save_checkpoint()
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+def test_non_finite_evaluation_stops_the_run_instead_of_reporting_nan():
+    tr = _trainer()
+    with torch.no_grad():
+        tr.model.decoder_bias[0] = float("nan")
+    with pytest.raises(ReplicateError, match="non-finite evaluation loss"):
+        tr.evaluate(tr.valid)
+
+
+def test_a_diverging_loss_logs_inf_perplexity_instead_of_crashing():
+    from replicate.lstm.train import perplexity
+    assert perplexity(800.0) == math.inf and perplexity(math.log(50)) == pytest.approx(50)
+
+
 def test_hooks_and_train_token_limit():
     epochs, steps = [], []
 

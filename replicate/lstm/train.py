@@ -97,6 +97,11 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def perplexity(mean_nll: float) -> float:
+    """exp(mean NLL), inf where exp overflows (a diverging run's progress line must not crash)."""
+    return math.exp(mean_nll) if mean_nll < 709.0 else math.inf
+
+
 def _fmt_time(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}h{seconds // 60 % 60:02d}m{seconds % 60:02d}s"
@@ -167,8 +172,26 @@ class Trainer:
         return {k: cb for k, cb in cbs.items() if hasattr(cb, "state_dict") and hasattr(cb, "load_state_dict")}
 
     def save_checkpoint(self) -> None:
-        if self.checkpoint_path is not None:
-            rio.torch_save(self.checkpoint_path, self.state_dict())
+        """Write the checkpoint atomically, only from finite weights (else raise; the last one stays)."""
+        if self.checkpoint_path is None:
+            return
+        bad = [n for n, p in self.model.named_parameters() if not bool(torch.isfinite(p).all())]
+        if bad:
+            self._fault(f"non-finite weights ({', '.join(bad[:3])}) before a checkpoint save")
+        rio.torch_save(self.checkpoint_path, self.state_dict())
+
+    def _fault(self, what: str) -> None:
+        """Stop the run on a numerical fault, naming where, the likely cause and the last good checkpoint."""
+        where = (f"epoch {self.epoch + 1}, batch {self.batch + 1}/{self.batches}" if self.epoch < self.cfg.epochs
+                 else "in the final evaluation")
+        path = self.checkpoint_path
+        kept = (f"the last good checkpoint is kept: {path}" if path is not None and path.is_file()
+                else "no checkpoint was written")
+        raise ReplicateError(
+            f"run {self.name}: {what} at {where} (lr {lr_at(self.cfg, self.epoch):g}, clip {self.cfg.clip:g}); "
+            f"{kept}; no result is written",
+            "lower the learning rate or the clip value, or check the data; a rerun with the same settings "
+            "resumes from the kept checkpoint, other settings start a new run folder")
 
     def try_resume(self) -> bool:
         """Load ``run_dir/checkpoint.pt`` if present (weights_only); return whether it resumed."""
@@ -242,13 +265,9 @@ class Trainer:
             loss.backward()
             mean_nll = float(mean_nll)
             if not (math.isfinite(mean_nll) and math.isfinite(float(loss.detach()))):
-                where = f"last good checkpoint: {self.checkpoint_path}" if self.checkpoint_path else "no checkpoint"
-                raise ReplicateError(
-                    f"run {self.name}: non-finite training loss ({float(loss.detach())}) at epoch {e}, batch "
-                    f"{self.batch + 1}/{self.batches} (lr {lr:g}); {where}",
-                    "lower the learning rate or the clip value, or check the data; rerunning resumes "
-                    "from the last good checkpoint")
-            clip_global_norm_(params, cfg.clip)
+                self._fault(f"non-finite training loss ({float(loss.detach())})")
+            if not math.isfinite(clip_global_norm_(params, cfg.clip)):
+                self._fault("non-finite gradient norm")
             if self.on_step is not None:
                 self.on_step(StepInfo(model, inputs, targets, lr, cfg.weight_decay, e, self.batch, self.step))
             with torch.no_grad():
@@ -271,7 +290,7 @@ class Trainer:
                 self.save_checkpoint()
                 last_ckpt = time.perf_counter()
                 t_mark = last_ckpt
-        record = {"epoch": e, "lr": lr, "train_ppl": math.exp(self.sums["nll"] / self.sums["steps"]),
+        record = {"epoch": e, "lr": lr, "train_ppl": perplexity(self.sums["nll"] / self.sums["steps"]),
                   "valid_ppl": None, "seconds": self.sums["seconds"],
                   "tokens_per_s": self.sums["steps"] * tokens_per_batch / max(self.sums["seconds"], 1e-9)}
         t0 = time.perf_counter()
@@ -294,7 +313,7 @@ class Trainer:
         remaining = (self.batches - self.batch) + (self.cfg.epochs - epoch) * self.batches
         tok_s = s["steps"] * self.cfg.bptt * self.cfg.batch_size / max(s["seconds"], 1e-9)
         self.log(f"[{self.name}] epoch {epoch}/{self.cfg.epochs} batch {self.batch}/{self.batches} "
-                 f"loss {s['nll'] / s['steps']:.3f} ppl {math.exp(s['nll'] / s['steps']):.1f} lr {lr:.4g} "
+                 f"loss {s['nll'] / s['steps']:.3f} ppl {perplexity(s['nll'] / s['steps']):.1f} lr {lr:.4g} "
                  f"{tok_s:.0f} tok/s ETA {_fmt_time(remaining * sec_per_batch)} (training only)")
 
     def _write_history(self) -> None:
@@ -325,7 +344,9 @@ class Trainer:
             total += float(model.nll(features, targets))
             count += targets.numel()
         model.train(was_training)
-        return math.exp(total / count)
+        if not math.isfinite(total):
+            self._fault(f"non-finite evaluation loss ({total}) on {tokens.numel():,} tokens")
+        return perplexity(total / count)
 
     def final_metrics(self) -> dict:
         """Perplexities after training: running train ppl of the last epoch (what the TF scripts print and
