@@ -63,11 +63,12 @@ def device_info(device: str | None = None) -> dict[str, Any]:
     return info
 
 
-def collect(config: Any, started: str, device: str | None = None) -> dict[str, Any]:
-    """The provenance block stored in (or beside) a result file."""
+def collect(config: Any, started: str, device: str | None = None, git: dict | None = None) -> dict[str, Any]:
+    """The provenance block stored in (or beside) a result file; ``git``: the checkout's state when the job
+    started (a long job's code is what it imported then, not what the checkout holds when it ends)."""
     return {
         "config": config,
-        "git": git_state(),
+        "git": git if git is not None else git_state(),
         "packages": package_versions(),
         "device": device_info(device),
         "started": started,

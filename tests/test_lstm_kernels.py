@@ -52,18 +52,17 @@ def test_lstm_layer_fast_path_equals_reference_in_float64(mask):
 
 
 def test_each_lstm_path_is_the_one_dispatched(monkeypatch):
-    """The dispatch really takes the native kernel for no mask and the fused one for a recurrent mask
-    (so the equality above is a statement about the fast paths, not about the reference twice)."""
+    """The dispatch really takes the native kernel for no mask and the fused one for masks (so the equality above is a statement about the fast paths, not about the reference twice)."""
     calls = []
     monkeypatch.setattr(kernels, "_native_lstm", lambda *a: calls.append("native") or reference.lstm_layer(*a))
     monkeypatch.setattr(kernels, "lstm_sequence", lambda *a: calls.append("fused") or reference.lstm_layer(*a))
-    for mask in (None, "recurrent"):
+    for mask in (None, "recurrent", "per_gate"):
         tensors, masks, _ = _layer_case(mask=mask)
         kernels.lstm_layer(*tensors, *masks)
     with kernels.use("reference"):
         tensors, masks, _ = _layer_case(mask=None)
         kernels.lstm_layer(*tensors, *masks)
-    assert calls == ["native", "fused"]
+    assert calls == ["native", "fused", "fused"]
 
 
 @pytest.mark.parametrize("with_bias", [True, False])
@@ -112,3 +111,38 @@ def test_unknown_kernel_backend_is_refused_with_the_fix():
     with pytest.raises(ReplicateError, match="REPLICATE_KERNELS"):
         with kernels.use("fastest"):
             pass
+
+
+@pytest.mark.parametrize("masks", ["per_gate_h_only", "per_gate_x_only", "shared_h_with_per_gate_x"])
+def test_fused_kernel_handles_every_mask_combination_as_the_reference(masks):
+    tensors, (h4, x4), weights = _layer_case(mask="per_gate", seed=7)
+    h_mask, in_mask = {"per_gate_h_only": (h4, None), "per_gate_x_only": (None, x4),
+                       "shared_h_with_per_gate_x": (h4[:, 0], x4)}[masks]
+    fast = _run(kernels.lstm_sequence, tensors, (h_mask, in_mask), weights)
+    ref = _run(reference.lstm_layer, tensors, (h_mask, in_mask), weights)
+    for a, b in zip(fast, ref):
+        _assert_rel(a, b, masks)
+
+
+def test_fused_per_gate_kernel_passes_gradcheck():
+    tensors, masks, _ = _layer_case(mask="per_gate", T=3, B=2, I=3, H=2, seed=11)
+    assert torch.autograd.gradcheck(lambda *t: kernels.lstm_sequence(*t, *masks), tuple(tensors))
+
+
+def test_reference_backend_runs_the_augmented_loss_transcription(monkeypatch):
+    """REPLICATE_KERNELS=reference reaches the Inan augmented loss too: the per-token kl_div form, same value."""
+    from replicate.inan import losses
+
+    g = torch.Generator().manual_seed(3)
+    z, emb = torch.randn(12, 30, dtype=torch.double, generator=g), torch.randn(30, 4, dtype=torch.double, generator=g)
+    t = torch.randint(0, 30, (12,), generator=g)
+    fast = losses.augmented_loss(z, t, emb, 2.0)
+    calls = []
+    monkeypatch.setattr(losses, "augmented_loss_transcription",
+                        lambda *a: calls.append(1) or losses.F.kl_div(
+                            losses.F.log_softmax(a[0] / a[3], -1), losses.soft_targets_log(a[2], a[1], a[3]),
+                            reduction="none", log_target=True).sum(-1))
+    with kernels.use("reference"):
+        ref = losses.augmented_loss(z, t, emb, 2.0)
+    assert calls == [1]
+    _assert_rel(fast, ref, "augmented loss")

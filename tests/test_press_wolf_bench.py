@@ -7,7 +7,9 @@ import argparse
 import json
 
 import pandas as pd
+import pytest
 
+from replicate.errors import ReplicateError
 from replicate.press_wolf import bench
 
 
@@ -16,9 +18,10 @@ def test_benchmark_records_load_and_warns_when_busy(monkeypatch, capsys):
     monkeypatch.setattr(bench, "matmul_gflops", lambda: (100.0, 100.0))
     monkeypatch.setattr(bench, "ours_tok_s", lambda *a, **k: (2000.0, 2000.0))
     monkeypatch.setattr(bench, "plain_loop_tok_s", lambda *a, **k: (1000.0, 1000.0))
-    result = bench.run(threads=1, sizes=["small"], batches=1, repeats=1, vocab=100)
+    monkeypatch.setattr(bench, "eval_tok_s", lambda *a, **k: 4000.0)
+    result = bench.run(threads=1, cells=["small"], batches=1, repeats=1, vocab=100)
     assert result["load_start"]["loadavg"][0] == 3.5 and result["load_start"]["idle"] is False
-    assert "load_end" in result and result["sizes"]["small"]["wall"]["ratio"] == 2.0
+    assert "load_end" in result and result["cells"]["small"]["wall"]["ratio"] == 2.0
     assert "not idle" in capsys.readouterr().err
 
 
@@ -34,11 +37,12 @@ def test_table_and_json_carry_the_load_and_the_ratio(monkeypatch, tmp_path):
     monkeypatch.setattr(bench, "matmul_gflops", lambda: (100.0, 50.0))
     monkeypatch.setattr(bench, "ours_tok_s", lambda *a, **k: (3000.0, 1500.0))
     monkeypatch.setattr(bench, "plain_loop_tok_s", lambda *a, **k: (2000.0, 1200.0))
-    args = argparse.Namespace(threads=2, sizes="small", batches=1, repeats=1, vocab=100,
+    monkeypatch.setattr(bench, "eval_tok_s", lambda *a, **k: 4000.0)
+    args = argparse.Namespace(threads=2, cells="small", batches=1, repeats=1, vocab=100,
                               out=str(tmp_path / "bench_speed.json"), table=str(tmp_path / "speed.csv"))
     assert bench.main(args) == 0
     table = pd.read_csv(args.table)
-    assert table[["size", "clock"]].values.tolist() == [["small", "wall"], ["small", "cpu"]]
+    assert table[["cell", "clock"]].values.tolist() == [["small", "wall"], ["small", "cpu"]]
     assert table["ratio"].tolist() == [1.5, 1.25]
     assert table["load_1min_start"].tolist() == [0.1, 0.1] and table["load_1min_end"].tolist() == [1.7, 1.7]
     assert table["idle"].all()
@@ -57,3 +61,27 @@ def test_readme_block_shows_the_published_speed_table(tmp_path):
     block = readme.render(tmp_path, "paper/measured")
     assert "From `paper/measured/tables/press_wolf_speed.csv`:" in block
     assert "| small | wall | 2 | 0.12 | 1.9 | False | 7381 | 6839 | 107.9 % |" in block  # the ratio as %
+
+
+def test_projection_adds_every_epoch_and_every_evaluation_of_the_row():
+    """13 epochs of PTB small (2,323 windows of 20 x 20 tokens) at 1,000 tok/s, valid (20 streams) at 2,000 and
+    test (one stream) at 500 tok/s: worked out by hand."""
+    rates = {20: 2000.0, 1: 500.0}
+    hours = bench.projected_hours({"size": "small"}, 13, 1000.0, rates.get)
+    epoch = 2323 * 400 / 1000 + 73_760 / 2000
+    final = 929_589 / 2000 + 73_760 / 2000 + 82_430 / 500
+    assert hours == pytest.approx((13 * epoch + final) / 3600)
+
+
+def test_inan_cells_are_the_default_presets_table1_rows():
+    settings, al, epochs = bench.inan_cell("inan_real")
+    assert (settings["tying"], settings["dropout"], epochs) == ("tied_nobias", "inan", 40)
+    assert al is not None and al.soft_target_grad is True  # the preset's +REAL: gradient into y~
+    settings, al, _ = bench.inan_cell("inan_vd")
+    assert settings["tying"] == "untied" and al is None
+
+
+def test_bd_cell_is_timed_against_the_reference_kernels_and_small_against_stock_modules():
+    assert bench.cell("bd")[3] == "reference kernels" and bench.cell("small")[3] == "stock modules"
+    with pytest.raises(ReplicateError, match="unknown bench cell"):
+        bench.cell("huge")

@@ -8,7 +8,8 @@ y^ = softmax(logits / tau); J_aug = KL(y~ || y^) = sum_v y~_v (log y~_v - log y^
 Memory and time: every intermediate has at most the shape of the logits (N, |V|); the soft target
 depends on the target word only, so E[t] @ E^T is formed once per distinct word (U <= N rows), and
 the KL and its gradient are written out in a few passes over (N, |V|) (about 1.6x faster than the
-per-token ``kl_div`` transcription on one CPU thread, ``inan bench-loss``; the tests compare the two). An optional
+per-token ``kl_div`` transcription on one CPU thread, ``inan bench-loss``; the tests compare the two;
+``REPLICATE_KERNELS=reference`` runs the transcription instead, as the engine's reference kernels). An optional
 ``chunk`` processes the N rows in slices for callers that want a smaller peak.
 
 Gradient: d J_aug / d logits = (y^ - y~) / tau per token (tested). With
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from replicate.lstm import kernels
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -79,6 +82,9 @@ def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
+    if kernels.backend() == "reference":  # REPLICATE_KERNELS=reference: the per-token transcription
+        per_token = augmented_loss_transcription(logits, targets, embedding, tau, soft_target_grad)
+        return {"none": per_token, "sum": per_token.sum(), "mean": per_token.mean()}[reduction]
     vocab = logits.shape[-1]
     if embedding.shape[0] != vocab:
         raise ValueError(f"embedding has {embedding.shape[0]} rows but logits have {vocab} classes")

@@ -4,8 +4,8 @@ The model calls ``lstm_layer`` and ``output_nll``; each picks the fastest path t
 the reference math for its inputs:
 - no mask on the layer: torch's own LSTM kernel (oneDNN on CPU, cuDNN on GPU), with TF's single gate
   bias as ``b_ih`` and a zero ``b_hh`` that is not trained;
-- one mask on the recurrent state (Inan's VD): ``lstm_sequence``, hand-written below;
-- per-gate masks (Gal's BD cells): ``reference.lstm_layer`` (plain autograd);
+- masks (one on the recurrent state: Inan's VD; one per gate on x and h_{t-1}: Gal's BD cells):
+  ``lstm_sequence``, hand-written below;
 - output layer: ``linear_nll``.
 ``REPLICATE_KERNELS=reference`` (or ``use("reference")``) runs the reference path everywhere.
 Every fast path is proven equal to the reference in float64 (values and gradients) by
@@ -74,18 +74,59 @@ def _step_threads(batch: int, hidden: int):
             torch.set_num_threads(threads)
 
 
-def _forward_steps(gates, out, cs, tanh_c, h_in, h0, w_hh_t, h_mask):
+class _SharedMask:
+    """Recurrent input of one step with one mask for all gates (or none): h_in[t] = m * h_{t-1}."""
+
+    def __init__(self, T, B, H, w_hh, h_mask, like):
+        self.w_hh, self.w_hh_t, self.mask = w_hh, w_hh.t(), h_mask
+        self.h_in = like.new_empty(T, B, H)
+
+    def add(self, t, h_prev, g):
+        hp = self.h_in[t]
+        if self.mask is None:
+            hp.copy_(h_prev)
+        else:
+            torch.mul(h_prev, self.mask, out=hp)
+        g.addmm_(hp, self.w_hh_t)
+
+    def d_h(self, dg):
+        dh = torch.mm(dg, self.w_hh)
+        return dh if self.mask is None else dh.mul_(self.mask)
+
+    def d_w_hh(self, flat):
+        return flat.t().mm(self.h_in.view(-1, self.h_in.shape[-1]))
+
+
+class _PerGateMask:
+    """Recurrent input with one mask per gate (Gal's LSTM): gate k sees m_k * h_{t-1}."""
+
+    def __init__(self, T, B, H, w_hh, h_mask, like):
+        self.w4 = w_hh.view(4, H, H)
+        self.w4_t = self.w4.transpose(1, 2)
+        self.mask = h_mask.permute(1, 0, 2).contiguous()  # [4, B, H]
+        self.h_in = like.new_empty(T, 4, B, H)
+
+    def add(self, t, h_prev, g):
+        hp = torch.mul(h_prev.unsqueeze(0), self.mask, out=self.h_in[t])
+        g.view(g.shape[0], 4, -1).add_(torch.bmm(hp, self.w4_t).transpose(0, 1))
+
+    def d_h(self, dg):
+        B = dg.shape[0]
+        return torch.bmm(dg.view(B, 4, -1).transpose(0, 1), self.w4).mul_(self.mask).sum(0)
+
+    def d_w_hh(self, flat):
+        T, _, B, H = self.h_in.shape
+        d4 = flat.view(T * B, 4, H).transpose(0, 1)  # [4, T*B, H]
+        return torch.bmm(d4.transpose(1, 2), self.h_in.transpose(0, 1).reshape(4, T * B, H)).view(4 * H, H)
+
+
+def _forward_steps(gates, out, cs, tanh_c, h0, recurrent):
     """The recurrence: gates[t] (input part precomputed) becomes the activations i, f, g, o in place."""
     H = out.shape[-1]
     h_prev = h0
     for t in range(gates.shape[0]):
-        hp = h_in[t]
-        if h_mask is None:
-            hp.copy_(h_prev)
-        else:
-            torch.mul(h_prev, h_mask, out=hp)
         g = gates[t]
-        g.addmm_(hp, w_hh_t)
+        recurrent.add(t, h_prev, g)
         g[:, : 2 * H].sigmoid_()
         g[:, 2 * H: 3 * H].tanh_()
         g[:, 3 * H:].sigmoid_()
@@ -97,7 +138,7 @@ def _forward_steps(gates, out, cs, tanh_c, h_in, h0, w_hh_t, h_mask):
         h_prev = out[t]
 
 
-def _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, w_hh, h_mask):
+def _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, recurrent):
     """Reverse time loop: fills d_gates (pre-activation gradients); returns (dh_0, dc_0)."""
     H = cs.shape[-1]
     dh = torch.zeros_like(dc)
@@ -111,33 +152,63 @@ def _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, w_hh
         torch.mul(dc, a[:, :H], out=dg[:, 2 * H: 3 * H])       # d g
         dc.mul_(a[:, H: 2 * H])
         dg.mul_(local[t])
-        dh = torch.mm(dg, w_hh)
-        if h_mask is not None:
-            dh.mul_(h_mask)
+        dh = recurrent.d_h(dg)
     return dh, dc
+
+
+def _input_gates(x, w_ih, bias, in_mask):
+    """Input part of all steps' gate pre-activations [T, B, 4H] (per-gate copies of x when masked per gate)."""
+    T, B, I = x.shape
+    if in_mask is None:
+        return torch.addmm(bias, x.reshape(T * B, I), w_ih.t()).view(T, B, -1)
+    H = w_ih.shape[0] // 4
+    xm = (x.unsqueeze(2) * in_mask).permute(2, 0, 1, 3).reshape(4, T * B, I)
+    pre = torch.bmm(xm, w_ih.view(4, H, I).transpose(1, 2))  # [4, T*B, H]
+    return pre.transpose(0, 1).reshape(T, B, 4 * H).add_(bias)
+
+
+def _input_grads(d_gates, x, w_ih, in_mask):
+    """(d x, d w_ih) of ``_input_gates`` from the pre-activation gradients [T, B, 4H]."""
+    T, B, I = x.shape
+    flat = d_gates.view(T * B, -1)
+    if in_mask is None:
+        return flat.mm(w_ih).view(T, B, I), flat.t().mm(x.reshape(T * B, I))
+    H = w_ih.shape[0] // 4
+    d4 = flat.view(T * B, 4, H).transpose(0, 1)  # [4, T*B, H]
+    dxm = torch.bmm(d4, w_ih.view(4, H, I)).view(4, T, B, I)
+    m4 = in_mask.permute(1, 0, 2).unsqueeze(1)  # [4, 1, B, I]
+    d_x = (dxm * m4).sum(0)
+    xm = (x.unsqueeze(0) * m4).reshape(4, T * B, I)
+    return d_x, torch.bmm(d4.transpose(1, 2), xm).view(4 * H, I)
 
 
 class _LSTMSequence(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, bias, h_mask):
+    def forward(ctx, x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask):
         T, B, _ = x.shape
         H = w_hh.shape[1]
+        per_gate = in_mask is not None or (h_mask is not None and h_mask.dim() == 3)
+        if per_gate and h_mask is not None and h_mask.dim() == 2:
+            h_mask = h_mask.unsqueeze(1).expand(-1, 4, -1)
+        rec_cls = _PerGateMask if per_gate and h_mask is not None else _SharedMask
         # gates[t] holds the pre-activations, then (in place) the activations i, f, g, o.
-        gates = torch.addmm(bias, x.reshape(T * B, -1), w_ih.t()).view(T, B, 4 * H)
+        gates = _input_gates(x, w_ih, bias, in_mask)
         out = x.new_empty(T, B, H)
         cs = x.new_empty(T + 1, B, H)
         tanh_c = x.new_empty(T, B, H)
-        h_in = x.new_empty(T, B, H)  # recurrent input of each step (masked h_{t-1})
         cs[0] = c0
+        recurrent = rec_cls(T, B, H, w_hh, h_mask, x)
         with _step_threads(B, H):
-            _forward_steps(gates, out, cs, tanh_c, h_in, h0, w_hh.t(), h_mask)
-        ctx.save_for_backward(x, w_ih, w_hh, gates, cs, tanh_c, h_in, h_mask)
+            _forward_steps(gates, out, cs, tanh_c, h0, recurrent)
+        ctx.save_for_backward(x, w_ih, gates, cs, tanh_c, in_mask)
+        ctx.recurrent = recurrent  # weights, masks and the recurrent inputs of every step
         return out, cs[T].clone()
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_out, d_cn):
-        x, w_ih, w_hh, acts, cs, tanh_c, h_in, h_mask = ctx.saved_tensors
+        x, w_ih, acts, cs, tanh_c, in_mask = ctx.saved_tensors
+        recurrent = ctx.recurrent
         T, B, H4 = acts.shape
         H = H4 // 4
         # Local derivatives of all steps at once: sigma' = s(1-s) for i, f, o; tanh' = 1-g^2 for g;
@@ -149,23 +220,21 @@ class _LSTMSequence(torch.autograd.Function):
         d_gates = torch.empty_like(acts)
         dc = d_cn.clone() if d_cn is not None else torch.zeros_like(cs[0])
         with _step_threads(B, H):
-            dh, dc = _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, w_hh, h_mask)
+            dh, dc = _backward_steps(d_gates, acts, local, dc_from_h, cs, tanh_c, d_out, dc, recurrent)
         flat = d_gates.view(T * B, H4)
-        d_w_hh = flat.t().mm(h_in.view(T * B, H))
-        d_w_ih = flat.t().mm(x.reshape(T * B, -1))
-        d_b = flat.sum(0)
-        d_x = flat.mm(w_ih).view(T, B, -1)
-        return d_x, dh, dc, d_w_ih, d_w_hh, d_b, None
+        d_x, d_w_ih = _input_grads(d_gates, x, w_ih, in_mask)
+        return d_x, dh, dc, d_w_ih, recurrent.d_w_hh(flat), flat.sum(0), None, None
 
 
-def lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask=None):
+def lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask=None, in_mask=None):
     """Run one LSTM layer over ``x`` [T, B, I] from state (h0, c0) [B, H]; ``bias`` [4H] is added to
     the gate pre-activations (the sum of nn.LSTM's two biases, or TF's single one).
 
-    ``h_mask`` [B, H] (optional) multiplies the recurrent state h_{t-1} at every step (variational
-    recurrent dropout; scaled masks). Returns (out [T, B, H] = h_1..h_T, c_T [B, H]).
+    ``h_mask`` multiplies the recurrent state h_{t-1} at every step: [B, H] for all gates, or [B, 4, H]
+    one per gate; ``in_mask`` [B, 4, I] gives every gate its own masked copy of x (Gal's LSTM).
+    Returns (out [T, B, H] = h_1..h_T, c_T [B, H]).
     """
-    return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, bias, h_mask)
+    return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
 
 
 class _LinearNLL(torch.autograd.Function):
@@ -211,11 +280,11 @@ def _native_lstm(x, h0, c0, w_ih, w_hh, bias):
 
 def lstm_layer(x, h0, c0, w_ih, w_hh, bias, h_mask=None, in_mask=None):
     """``reference.lstm_layer`` (same arguments and results) on the fastest path for these masks."""
-    if backend() == "reference" or in_mask is not None or (h_mask is not None and h_mask.dim() == 3):
+    if backend() == "reference":
         return reference.lstm_layer(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
-    if h_mask is None:
+    if h_mask is None and in_mask is None:
         return _native_lstm(x, h0, c0, w_ih, w_hh, bias)
-    return lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask)
+    return lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
 
 
 def output_nll(h, weight, bias, targets):

@@ -36,6 +36,10 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     """Train (or resume) one run and write its outputs; ``hooks`` go to ``Trainer``
     (extra_loss, on_epoch, on_step)."""
     started = provenance.now()
+    # what this process computes with, read once at the start (the checkout may change while it trains)
+    git = provenance.git_state()
+    versions = {"code_version": provenance.source_hash(*MATH_MODULES),
+                "kernel_version": provenance.source_hash(*KERNEL_MODULES), "kernels": kernels.backend()}
     dev = devices.resolve_device(device)
     devices.setup(threads, allow_tf32)
     model, model_cfg, train_cfg = build(spec["settings"], len(corpus.vocab))
@@ -45,14 +49,12 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     fingerprint = {k: {f: v for f, v in d.items() if f not in NOT_MATH} for k, d in resolved.items()}
     # A checkpoint written by other training code is never resumed silently (a rerun after a code
     # change would otherwise serve the old code's weights under the new code's name).
-    fingerprint["code_version"] = provenance.source_hash(*MATH_MODULES)
+    fingerprint["code_version"] = versions["code_version"]
     trainer = Trainer(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
                       name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
     metrics = trainer.run()
     result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
-              "code_version": provenance.source_hash(*MATH_MODULES),
-              "kernel_version": provenance.source_hash(*KERNEL_MODULES), "kernels": kernels.backend(),
-              "provenance": provenance.collect(spec.get("config", spec), started, str(dev))}
+              **versions, "provenance": provenance.collect(spec.get("config", spec), started, str(dev), git)}
     # The trainer writes history.csv after every epoch; a rerun that resumes a finished checkpoint only
     # re-evaluates, so write it here too (Snakemake deletes a job's outputs before it reruns the job).
     rio.write_csv(out_dir / HISTORY, pd.DataFrame(metrics["history"]))

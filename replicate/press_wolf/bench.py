@@ -1,13 +1,20 @@
 """Speed benchmark (not a test): training tokens/s of this engine vs a plain PyTorch loop, and the
 machine's fp32 matmul throughput, in one run.
 
-    python -m replicate press-wolf bench --threads 2 --sizes small,medium --repeats 3
+    python -m replicate press-wolf bench --threads 2 --cells small,medium,bd,inan_vd,inan_al,inan_re,inan_real
     snakemake --cores 2 press_wolf_speed      # the same into results/ (JSON + table), for publishing
 
-The plain loop is what one would write from the PyTorch docs (nn.Embedding + nn.LSTM + nn.Linear +
+Cells (``CELLS``): the Press & Wolf small and Zaremba medium models, a BD cell (Gal's per-gate masks, at
+the medium width) and the four Inan et al. Table 1 small rows of the default preset. The plain loop of
+small and medium is what one would write from the PyTorch docs (nn.Embedding + nn.LSTM + nn.Linear +
 F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mean_b NLL, hidden state
-carried). Both see the same random tokens; the repeats alternate the two loops so that load changes on
-a shared machine hit both. Rates are given per wall-clock second and per CPU second of the
+carried). nn.LSTM has no per-sequence or per-gate masks, so the plain loop of the BD and Inan cells is the
+engine's own step under ``REPLICATE_KERNELS=reference``: a per-step autograd LSTM with the masks,
+F.cross_entropy, and the per-token ``F.kl_div`` augmented loss. Both see the same random tokens; the
+repeats alternate the two loops so that load changes on a shared machine hit both. Each cell with a
+default-preset row also gets the projected wall time of that whole row (training at the measured rate,
+plus every evaluation the row runs at the measured evaluation rates, on the PTB split sizes).
+Rates are given per wall-clock second and per CPU second of the
 process (on a loaded machine the CPU-time rate at 1 thread is the robust one). Model FLOP/s counts
 6 x (matmul multiply-adds per token) (forward + the two backward matmuls) and is compared with the best of
 a 2048^3 fp32 matmul. The load average at the start and the end is recorded with the result, with a
@@ -21,14 +28,18 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from replicate.errors import ReplicateError
+from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
 from replicate.press_wolf import BENCH_MODULES
+from replicate.provenance import PROJECT_ROOT
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> tuple[float, float]:
@@ -48,7 +59,52 @@ def flops_per_token(hidden: int, layers: int, vocab: int) -> float:
     return 6 * macs
 
 
-def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2) -> float:
+# Bench cells: engine settings (the Inan rows come from the default preset, ``inan_cell``) and the epochs of
+# the default-preset row each one projects (None: no such row).
+CELLS = {
+    "small": ({"size": "small"}, 13),           # Press & Wolf Table 6 small, no dropout
+    "medium": ({"size": "medium"}, None),       # Zaremba medium (dropout 0.5); not in the default preset
+    "bd": ({"size": "large_bd", "hidden_size": 650, "init_scale": 0.05}, None),  # Gal's per-gate masks
+}
+INAN_CELLS = ("inan_vd", "inan_al", "inan_re", "inan_real")
+# PTB split sizes in tokens (with <eos>), as results/data/ptb/corpus.pt holds them: the projections' data
+PTB_TOKENS = {"train": 929_589, "valid": 73_760, "test": 82_430}
+
+
+def inan_cell(name: str, config_file: Path = PROJECT_ROOT / "config" / "config.yaml"):
+    """(engine settings, augmented loss or None, epochs) of the default preset's Inan Table 1 small row."""
+    import yaml
+
+    from replicate.inan.train import run_settings
+
+    variant = name.removeprefix("inan_")
+    inan = yaml.safe_load(config_file.read_text())["inan"]
+    grad = inan["soft_target_grad"]
+    size_cfg = {**inan["sizes"]["small"], "prediction_bias": inan["prediction_bias"],
+                "soft_target_grad": grad.get(variant, False) if isinstance(grad, dict) else grad}
+    settings, al = run_settings(size_cfg, "small", variant, seed=1)
+    return settings, al, settings["epochs"]
+
+
+def cell(name: str):
+    """(settings, extra_loss, epochs of its default-preset row or None, plain loop kind) of a bench cell."""
+    if name in INAN_CELLS:
+        return (*inan_cell(name), "reference kernels")
+    if name not in CELLS:
+        raise ReplicateError(f"unknown bench cell {name!r}", f"use some of {', '.join([*CELLS, *INAN_CELLS])}")
+    settings, epochs = CELLS[name]
+    plain = "reference kernels" if resolve(settings, 10)[0].dropout in ("variational", "inan") else "stock modules"
+    return settings, None, epochs, plain
+
+
+def _timed(fn, tokens: int) -> tuple[float, float]:
+    """(tokens per wall second, tokens per CPU second) of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
+
+
+def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2) -> tuple:
     """The reference-style loop: stock modules, autograd, manual SGD."""
     mcfg, tcfg = resolve(settings, vocab)
     H, B, T = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt
@@ -60,14 +116,12 @@ def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: in
     for p in params:
         torch.nn.init.uniform_(p, -mcfg.init_scale, mcfg.init_scale)
     stream = batchify(data, B)
-    hidden = None
-    t0 = c0 = None
-    for b in range(warmup + batches):
-        if b == warmup:
-            t0, c0 = time.perf_counter(), time.process_time()
+    state = {"hidden": None}
+
+    def step(b):
         x, y = stream[b * T: (b + 1) * T], stream[b * T + 1: (b + 1) * T + 1]
-        hidden = None if hidden is None else tuple(h.detach() for h in hidden)
-        h, hidden = lstm(drop(emb(x)), hidden)
+        hidden = None if state["hidden"] is None else tuple(h.detach() for h in state["hidden"])
+        h, state["hidden"] = lstm(drop(emb(x)), hidden)
         loss = F.cross_entropy(out(drop(h)).view(-1, vocab), y.reshape(-1), reduction="sum") / B
         for p in params:
             p.grad = None
@@ -76,22 +130,105 @@ def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: in
         with torch.no_grad():
             for p in params:
                 p.add_(p.grad, alpha=-tcfg.lr)
-    tokens = batches * B * T
-    return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
+
+    for b in range(warmup):
+        step(b)
+    return _timed(lambda: [step(b) for b in range(warmup, warmup + batches)], batches * B * T)
 
 
-def ours_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2) -> float:
-    """Our Trainer (fused kernels): one warm-up epoch of ``warmup`` batches, then a timed epoch."""
+def _trainer(settings: dict, data: torch.Tensor, vocab: int, extra_loss=None) -> Trainer:
     mcfg, tcfg = resolve({**settings, "epochs": 2, "log_every": 10**9, "valid_batch_size": 1}, vocab)
     torch.manual_seed(0)
-    trainer = Trainer(LSTMLM(mcfg), tcfg, data, data[:3], log=lambda s: None)
-    trainer.batches = warmup
-    trainer.train_epoch()
-    trainer.batches = batches
-    t0, c0 = time.perf_counter(), time.process_time()
-    trainer.train_epoch()  # (its evaluation of 2 tokens is negligible)
-    tokens = batches * tcfg.batch_size * tcfg.bptt
-    return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
+    return Trainer(LSTMLM(mcfg), tcfg, data, data[:3], log=lambda s: None, extra_loss=extra_loss)
+
+
+def ours_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2,
+               extra_loss=None, kernel_backend: str = "fast") -> tuple:
+    """Our Trainer: one warm-up epoch of ``warmup`` batches, then a timed epoch (its evaluation of 2 tokens
+    is negligible), on the kernel backend named (``reference``: the plain per-step autograd step)."""
+    with kernels.use(kernel_backend):
+        trainer = _trainer(settings, data, vocab, extra_loss)
+        trainer.batches = warmup
+        trainer.train_epoch()
+        trainer.batches = batches
+        return _timed(trainer.train_epoch, batches * trainer.cfg.batch_size * trainer.cfg.bptt)
+
+
+def eval_tok_s(settings: dict, data: torch.Tensor, vocab: int, batch_size: int, tokens: int) -> float:
+    """Our evaluation's tokens per wall second at ``batch_size`` streams (no dropout, long windows)."""
+    trainer = _trainer(settings, data, vocab)
+    return _timed(lambda: trainer.evaluate(data[:tokens], batch_size=batch_size), tokens)[0]
+
+
+def projected_hours(settings: dict, epochs: int, train_tok_s: float, eval_rate) -> float:
+    """Wall hours of a whole row on PTB: every training epoch at ``train_tok_s``, its per-epoch valid
+    evaluation and the final clean-train, valid and test evaluations at ``eval_rate(batch_size)``."""
+    _, tcfg = resolve(settings, 10)
+    rows = PTB_TOKENS["train"] // tcfg.batch_size
+    train_tokens = (rows - 1) // tcfg.bptt * tcfg.bptt * tcfg.batch_size
+    valid = PTB_TOKENS["valid"] / eval_rate(tcfg.valid_batch_size)
+    seconds = (epochs * (train_tokens / train_tok_s + valid) + PTB_TOKENS["train"] / eval_rate(tcfg.valid_batch_size)
+               + valid + PTB_TOKENS["test"] / eval_rate(tcfg.eval_batch_size))
+    return seconds / 3600
+
+
+def _median_ms(fn, repeats: int = 7) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict:
+    """Milliseconds of one training step of an unmasked cell by part, at its shapes: the recurrence (all
+    layers, forward + backward) on torch's kernel (now) and on the hand-written fused kernel (before), the
+    output layer's three GEMMs, the rest of the fused output layer + loss, the optimizer (clip + SGD)."""
+    mcfg, tcfg = resolve(settings, vocab)
+    H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(T, B, H, generator=g).requires_grad_()
+    zeros = torch.zeros(B, H)
+    w = [(torch.rand(4 * H, H, generator=g) * 0.2 - 0.1).requires_grad_() for _ in range(2 * L)]
+    bias = torch.zeros(4 * H, requires_grad=True)
+
+    def recurrence(layer):
+        def run():
+            h = x
+            for i in range(L):
+                h, _ = layer(h, zeros, zeros, w[2 * i], w[2 * i + 1], bias)
+            h.sum().backward()
+        return run
+
+    h2 = torch.rand(T * B, H, generator=g).requires_grad_()
+    out_w = (torch.rand(vocab, H, generator=g) * 0.2 - 0.1).requires_grad_()
+    out_b = torch.zeros(vocab, requires_grad=True)
+    targets = torch.randint(0, vocab, (T * B,), generator=g)
+    grad = torch.rand(T * B, vocab, generator=g)
+    model = LSTMLM(mcfg)
+    params = list(model.parameters())
+    for p in params:
+        p.grad = torch.zeros_like(p)
+
+    def optimizer():
+        from replicate.lstm.train import clip_global_norm_
+
+        clip_global_norm_(params, tcfg.clip)
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-tcfg.lr)
+
+    parts = {"recurrence (torch kernel, now)": _median_ms(recurrence(kernels._native_lstm), repeats),
+             "recurrence (hand-written, before)": _median_ms(recurrence(kernels.lstm_sequence), repeats),
+             "output GEMMs (3)": _median_ms(lambda: (torch.addmm(out_b, h2.detach(), out_w.detach().t()),
+                                                     grad.mm(out_w.detach()), grad.t().mm(h2.detach())), repeats),
+             "output layer + loss, whole": _median_ms(
+                 lambda: kernels.linear_nll(h2, out_w, out_b, targets).backward(), repeats),
+             "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
+    parts["loss (output layer minus its GEMMs)"] = parts["output layer + loss, whole"] - parts["output GEMMs (3)"]
+    return parts
 
 
 # 1-minute load average above which the machine does not count as idle (other runnable processes)
@@ -104,7 +241,7 @@ def load_state() -> dict:
     return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
 
 
-def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) -> dict:
+def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int) -> dict:
     torch.set_num_threads(threads)
     start = load_state()
     if not start["idle"]:
@@ -112,20 +249,21 @@ def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) 
               "ratios are not comparable with idle-machine figures", file=sys.stderr, flush=True)
     peaks = dict(zip(("wall", "cpu"), matmul_gflops()))
     result = {"threads": threads, "matmul_gflops": peaks, "batches": batches, "repeats": repeats,
-              "load_start": start, "sizes": {}}
+              "load_start": start, "cells": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
-    for size in sizes:
-        settings = {"size": size}
+    for name in cells:
+        settings, extra, epochs, plain_kind = cell(name)
         mcfg, tcfg = resolve(settings, vocab)
         need = (batches + 3) * tcfg.bptt * tcfg.batch_size + 1
         data = torch.randint(0, vocab, (need,), generator=torch.Generator().manual_seed(0))
         ours, plain = [], []
         for _ in range(repeats):
-            ours.append(ours_tok_s(settings, data, vocab, batches))
-            plain.append(plain_loop_tok_s(settings, data, vocab, batches))
+            ours.append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
+            plain.append(plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
+                         else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
         fpt = flops_per_token(mcfg.hidden_size, mcfg.num_layers, vocab)
-        row = {"flops_per_token": fpt}
+        row = {"flops_per_token": fpt, "plain": plain_kind, "epochs": epochs}
         for clock, i in (("wall", 0), ("cpu", 1)):
             peak = peaks[clock]
             o, p = statistics.median(r[i] for r in ours), statistics.median(r[i] for r in plain)
@@ -133,32 +271,42 @@ def run(threads: int, sizes: list[str], batches: int, repeats: int, vocab: int) 
                           "ours_median": o, "plain_median": p, "ratio": o / p,
                           "model_gflops_ours": o * fpt / 1e9, "mfu_ours": o * fpt / 1e9 / peak,
                           "mfu_plain": p * fpt / 1e9 / peak}
-            print(f"{size:>6} [{clock:>4} clock]: ours {o:8.0f} tok/s  plain {p:8.0f} tok/s  "
+            print(f"{name:>9} [{clock:>4} clock]: ours {o:8.0f} tok/s  plain ({plain_kind}) {p:8.0f} tok/s  "
                   f"ratio {o / p:.2f}x  model {o * fpt / 1e9:.1f} GFLOP/s = {o * fpt / 1e9 / peak:.0%} of "
                   f"matmul peak (plain {p * fpt / 1e9 / peak:.0%}); repeats ours "
                   f"{[round(r[i]) for r in ours]} plain {[round(r[i]) for r in plain]}", flush=True)
-        result["sizes"][size] = row
+        if epochs is not None:
+            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(need - 1, 5000))
+                     for bs in {tcfg.valid_batch_size, tcfg.eval_batch_size}}
+            row["eval_tok_s"] = {str(bs): r for bs, r in rates.items()}
+            row["projected_row_hours"] = projected_hours(settings, epochs, row["wall"]["ours_median"], rates.get)
+            print(f"{name:>9}: evaluation {', '.join(f'{r:.0f} tok/s at batch {bs}' for bs, r in rates.items())}; "
+                  f"the default-preset row ({epochs} epochs of PTB) projects to {row['projected_row_hours']:.2f} h "
+                  f"wall at {threads} thread(s)", flush=True)
+        result["cells"][name] = row
     result["load_end"] = load_state()
     return result
 
 
 def speed_table(result: dict):
-    """One row per size and clock: both medians, their ratio, and the load the run started and ended at
-    (``idle`` from the start: the load at the end includes the benchmark's own threads)."""
+    """One row per cell and clock: both medians, their ratio, what the plain loop is, the load the run started
+    and ended at (``idle`` from the start: the load at the end includes the benchmark's own threads) and, on
+    the wall-clock row, the projected hours of the cell's default-preset row."""
     import pandas as pd
 
-    rows = [{"size": size, "clock": clock, "threads": result["threads"],
+    rows = [{"cell": name, "clock": clock, "threads": result["threads"],
              "load_1min_start": result["load_start"]["loadavg"][0], "load_1min_end": result["load_end"]["loadavg"][0],
-             "idle": result["load_start"]["idle"],
+             "idle": result["load_start"]["idle"], "plain": row["plain"],
              "ours_tok_s": row[clock]["ours_median"], "plain_tok_s": row[clock]["plain_median"],
-             "ratio": row[clock]["ratio"], "mfu_ours": row[clock]["mfu_ours"]}
-            for size, row in result["sizes"].items() for clock in ("wall", "cpu")]
+             "ratio": row[clock]["ratio"], "mfu_ours": row[clock]["mfu_ours"],
+             "projected_row_hours": row.get("projected_row_hours") if clock == "wall" else None}
+            for name, row in result["cells"].items() for clock in ("wall", "cpu")]
     return pd.DataFrame(rows)
 
 
 def main(args) -> int:
-    sizes = [s for s in args.sizes.split(",") if s]
-    result = run(args.threads, sizes, args.batches, args.repeats, args.vocab)
+    cells = [c for c in args.cells.split(",") if c]
+    result = run(args.threads, cells, args.batches, args.repeats, args.vocab)
     if args.out or args.table:
         from replicate import io as rio
         from replicate import provenance

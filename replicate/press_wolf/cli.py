@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="tokens/s of this engine vs a plain PyTorch loop; matmul peak")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--sizes", default="small,medium")
+    p.add_argument("--cells", default="small,medium",
+                   help="comma-separated: small, medium, bd, inan_vd, inan_al, inan_re, inan_real")
     p.add_argument("--batches", type=int, default=10, help="timed batches per repeat")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--vocab", type=int, default=10000)

@@ -63,9 +63,10 @@ rule press_wolf_speed:
         table=R(paths.PW_SPEED_TABLE),
     params:
         code=code_version(*PW_BENCH_MODULES),
+        cells="small,medium,bd,inan_vd,inan_al,inan_re,inan_real",
     threads: 2
     log:
         "results/logs/press_wolf/speed.log",
     shell:
-        "python -m replicate press-wolf bench --threads {threads} --sizes small,medium --repeats 3 "
+        "python -m replicate press-wolf bench --threads {threads} --cells {params.cells} --repeats 3 "
         "--out {output.json} --table {output.table} > {log} 2>&1"
