@@ -11,7 +11,8 @@ F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mea
 carried). nn.LSTM has no per-sequence or per-gate masks, so the plain loop of the BD and Inan cells is the
 engine's own step under ``REPLICATE_KERNELS=reference``: a per-step autograd LSTM with the masks,
 F.cross_entropy, and the per-token ``F.kl_div`` augmented loss. Both see the same random tokens; the
-repeats alternate the two loops so that load changes on a shared machine hit both. Each cell with a
+repeats alternate the two loops so that load changes on a shared machine hit both. The tokens are drawn
+with probability 1 / rank, so that a window has about as many distinct words as a PTB one. Each cell with a
 default-preset row also gets the projected wall time of that whole row (training at the measured rate,
 plus every evaluation the row runs at the measured evaluation rates, on the PTB split sizes).
 Rates are given per wall-clock second and per CPU second of the
@@ -95,6 +96,15 @@ def cell(name: str):
     settings, epochs = CELLS[name]
     plain = "reference kernels" if resolve(settings, 10)[0].dropout in ("variational", "inan") else "stock modules"
     return settings, None, epochs, plain
+
+
+def zipf_tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
+    """``n`` word ids drawn with probability 1 / rank, like text: a PTB-sized window then has about as many
+    distinct targets as a real one (what the augmented loss's cost depends on; uniform ids would make
+    nearly every target distinct)."""
+    from replicate.inan.bench import zipf_targets  # (inan.bench imports this module)
+
+    return zipf_targets(n, vocab, seed)
 
 
 def _timed(fn, tokens: int) -> tuple[float, float]:
@@ -256,7 +266,7 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int) 
         settings, extra, epochs, plain_kind = cell(name)
         mcfg, tcfg = resolve(settings, vocab)
         need = (batches + 3) * tcfg.bptt * tcfg.batch_size + 1
-        data = torch.randint(0, vocab, (need,), generator=torch.Generator().manual_seed(0))
+        data = zipf_tokens(need, vocab)
         ours, plain = [], []
         for _ in range(repeats):
             ours.append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
