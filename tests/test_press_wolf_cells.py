@@ -56,9 +56,13 @@ def _pw(cells, ablations=(), tables=None):
 def test_cell_lists_tables_only_of_trained_cells():
     check_cell_lists(_pw(["small", "small_wt"], tables={"table6": ["small"]}))
     check_cell_lists(_pw([], tables={}))  # no Press & Wolf runs at all
-    with pytest.raises(SettingError, match=r"press_wolf.tables.table6 lists 'small_wt', which press_wolf.cells does"):
+    with pytest.raises(SettingError, match=r"press_wolf.tables.table6 lists 'small_wt', which neither press_wolf.cells"):
         check_cell_lists(_pw(["small"], tables={"table6": ["small", "small_wt"]}))
-    with pytest.raises(SettingError, match="which press_wolf.cells does not train"):
+    with pytest.raises(SettingError, match="which neither press_wolf.cells nor press_wolf.ablations trains"):
         check_cell_lists(_pw([], tables={"table6": ["small"]}))  # cells: [] is not ignored
     with pytest.raises(SettingError, match="'small@lr=1@bptt=3' and 'small@bptt=3@lr=1' are the same run"):
         check_cell_lists(_pw(["small@lr=1@bptt=3"], ablations=["small@bptt=3@lr=1"]))
+
+
+def test_a_table_may_list_a_trained_ablation():
+    check_cell_lists(_pw(["small"], ablations=["small@epochs=4"], tables={"table6": ["small", "small@epochs=4"]}))

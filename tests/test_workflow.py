@@ -163,6 +163,14 @@ PLAN_REFUSALS = [
     ("sweep-out-of-memory", "all", "initial_loss:\n  widths: [64, 32768]\n",
      ["sweep point d=32768", "estimated memory", "over max_job_memory_gib = 64 GiB"]),
     ("sweep-odd-heads", "results/initial_loss/runs/d130.csv", None, ["width 130 does not split into 2 heads"]),
+    ("pw-nan-lr", PW.format("small@lr=nan"), None, ["lr=nan is not allowed: nan is not a finite number"]),
+    ("pw-key-twice", PW.format("small@lr=0.5@lr=2"), None, ["lr is given twice"]),
+    ("pw-whitespace", PW.format("small@lr=1 @bptt=3"), None, ["contains whitespace"]),
+    ("config-nan", "all", "press_wolf:\n  overrides: {lr: .nan}\n", ["press_wolf.overrides.lr=nan", "not a finite"]),
+    ("config-yaml-string", "all", "press_wolf:\n  overrides: {lr: 1.0e6}\n", ["'1.0e6' is a string", "YAML 1.1"]),
+    ("config-no-cells", "all", "press_wolf:\n  cells: []\n", ["which neither press_wolf.cells nor press_wolf.ablations trains"]),
+    ("no-rule-seed", "results/press_wolf/small/seed-1/metrics.json", None, ["rule press_wolf_train", "seed='-1'"]),
+    ("no-rule-variant", "results/inan/table1/ptb/small_all/metrics.json", None, ["variant='all'", "'al'"]),
 ]
 
 

@@ -94,10 +94,11 @@ def cell_settings(cell: str, common: dict[str, Any] | None = None, seed: int | N
 
 
 def check_cell_lists(pw: dict[str, Any]) -> None:
-    """Refuse a ``press_wolf`` section whose tables list a cell that ``cells`` does not train, or that names
-    one run twice (two spellings of the same cell and overrides); every name must parse (``parse_cell``)."""
+    """Refuse a ``press_wolf`` section whose tables list a cell that neither ``cells`` nor ``ablations`` trains,
+    or that names one run twice (two spellings of the same cell and overrides); every name must parse."""
+    trained = [*pw["cells"], *pw["ablations"]]
     runs: dict[tuple, str] = {}
-    for name in [*pw["cells"], *pw["ablations"]]:
+    for name in trained:
         base, overrides = parse_cell(name)
         run = (base, tuple(sorted(overrides.items(), key=lambda kv: kv[0])))
         if run in runs and runs[run] != name:
@@ -105,9 +106,9 @@ def check_cell_lists(pw: dict[str, Any]) -> None:
                                "keep one of them (the order of the @keys is free, the folder is the name)")
         runs[run] = name
     for table, cells in pw["tables"].items():
-        missing = [c for c in cells if c not in pw["cells"]]
+        missing = [c for c in cells if c not in trained]
         if missing:
             raise SettingError(f"config: press_wolf.tables.{table} lists {', '.join(map(repr, missing))}, which "
-                               f"press_wolf.cells does not train (cells: {pw['cells']})",
+                               f"neither press_wolf.cells nor press_wolf.ablations trains (cells: {pw['cells']})",
                                f"add them to press_wolf.cells, or remove them from press_wolf.tables.{table} "
                                "(no Press & Wolf runs: cells: [] and tables: {})")
