@@ -5,7 +5,7 @@ import os
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from replicate.validate import Schemas
+from replicate.validate import CONFIG_SECTIONS, Schemas
 
 min_version("9.0")
 
@@ -23,7 +23,7 @@ report: "workflow/report/workflow.rst"
 
 # The config's schemas (also used by the rules' plan-time checks of values in a target's path, common.smk).
 SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
-for _name in ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report"):
+for _name in CONFIG_SECTIONS:
     _data = config if _name == "config" else config[_name]
     _prefix = "" if _name == "config" else _name
     try:

@@ -22,6 +22,7 @@ COMMANDS = {
     "scale": ("replicate.scale.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
     "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
+    "check-config": ("replicate.config_check", "check config files as --configfile reads them (file, line, value)"),
 }
 
 

@@ -33,6 +33,8 @@ class SettingError(ReplicateError):
 
 # The repository's schema folder, beside the package (the CLI's checks read it; the Snakefile names its own).
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "workflow" / "schemas"
+# The config's schema files: the top level, then one per section (<name>.schema.yaml).
+CONFIG_SECTIONS = ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report")
 
 
 def _finite_number(checker, instance) -> bool:

@@ -104,3 +104,15 @@ def test_config_with_nan_or_a_yaml_string_number_is_refused_by_name():
     overlay = yaml.safe_load("overrides: {lr: 1.0e6}")  # YAML 1.1: no dot-and-signed-exponent, so a string
     with pytest.raises(SettingError, match=r"lr='1\.0e6' is not allowed: '1\.0e6' is a string, not a number: YAML 1\.1"):
         SCHEMAS.check_config(overlay, "press_wolf.schema.yaml", "press_wolf")
+
+
+def test_config_readme_states_the_engine_ranges_of_the_schema():
+    """config/README.md's lstm table says what lstm.schema.yaml allows, bound for bound."""
+    import re
+
+    text = (REPO_ROOT / "config" / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## lstm"):text.index("## inan")]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \| ", section, re.M))
+    assert set(rows) == set(CELL_KEYS)
+    for key, allowed in rows.items():
+        assert allowed == describe(SCHEMAS.node(f"lstm.schema.yaml#/properties/{key}")), key
