@@ -5,7 +5,7 @@ import os
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from replicate.validate import Schemas
+from replicate.validate import CONFIG_SECTIONS, Schemas
 
 min_version("9.0")
 
@@ -23,13 +23,15 @@ report: "workflow/report/workflow.rst"
 
 # The config's schemas (also used by the rules' plan-time checks of values in a target's path, common.smk).
 SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
-for _name in ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report"):
+for _name in CONFIG_SECTIONS:
     _data = config if _name == "config" else config[_name]
+    _prefix = "" if _name == "config" else _name
     try:
         validate(_data, f"workflow/schemas/{_name}.schema.yaml")  # also fills in the schema's defaults
     except WorkflowError:
-        SCHEMAS.check_config(_data, f"{_name}.schema.yaml", "" if _name == "config" else _name)  # the short message
+        SCHEMAS.check_config(_data, f"{_name}.schema.yaml", _prefix)  # the short message
         raise
+    SCHEMAS.check_config(_data, f"{_name}.schema.yaml", _prefix)  # what JSON Schema lets through: nan, inf
 
 
 envvars:
@@ -59,3 +61,6 @@ rule all:
     default_target: True
     input:
         final_targets(),
+
+
+check_requested_targets({"cell": parse_cell})  # a path no rule writes: name the part that does not fit

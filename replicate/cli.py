@@ -6,10 +6,12 @@ command being run is imported, so light commands start fast.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
 from replicate.errors import ReplicateError
+from replicate.run_checks import check_command
 
 COMMANDS = {
     "data": ("replicate.data_cli", "fetch, prepare and summarise the data sets"),
@@ -20,6 +22,7 @@ COMMANDS = {
     "scale": ("replicate.scale.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
     "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
+    "check-config": ("replicate.config_check", "check config files as --configfile reads them (file, line, value)"),
 }
 
 
@@ -40,7 +43,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
     try:
+        check_command(argv)  # the workflow's plan-time checks, for a command typed by hand
         return int(module.main(argv[1:]) or 0)
     except ReplicateError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"error: {disk_full(exc)}", file=sys.stderr)
+        return 2
+
+
+def disk_full(exc: OSError) -> ReplicateError:
+    """A full disk (or quota) while a command wrote: named, with what the atomic writers (replicate/io.py)
+    left behind: the file being written keeps its previous version."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return ReplicateError(f"no space left on the device{where} ({exc.strerror}); every file written through "
+                          "replicate/io.py keeps its previous version (a checkpoint, a result), none is truncated",
+                          "free space (or raise the quota) and rerun the same command or target: training "
+                          "resumes from the last checkpoint")

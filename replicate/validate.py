@@ -4,13 +4,16 @@ A value that reaches the workflow from a target's path (a cell's ``@key=value``,
 a width) is checked here against the same schema node that checks the config, with the same bounds, before
 any job starts; so is a run's estimated memory (``replicate.resources``) against the configured limit.
 Every refusal is a ``SettingError`` that names where the value came from, the key, the value, what is
-allowed and how to fix it. Imports nothing heavy (the workflow calls it while it builds the DAG).
+allowed and how to fix it. A ``number`` must be finite here (JSON Schema itself lets nan and inf through),
+and a number that YAML 1.1 read as text (``1.0e6``) is named as such. The CLI checks a ``--spec`` with the
+same schemas (``replicate.run_checks``). Imports nothing heavy (the workflow calls it while it builds the DAG).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import math
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -19,12 +22,42 @@ from urllib.request import url2pathname
 import jsonschema
 import yaml
 from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from replicate.errors import ReplicateError
 
 
 class SettingError(ReplicateError):
     """A user-supplied value the schemas, or the memory limit, do not allow."""
+
+
+# The repository's schema folder, beside the package (the CLI's checks read it; the Snakefile names its own).
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "workflow" / "schemas"
+# The config's schema files: the top level, then one per section (<name>.schema.yaml).
+CONFIG_SECTIONS = ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report")
+
+
+def _finite_number(checker, instance) -> bool:
+    number = jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number")
+    return number and not (isinstance(instance, float) and not math.isfinite(instance))
+
+
+# Draft 2020-12 whose ``number`` (and so ``integer``) is finite: nan, inf and 1e400 (= inf) are refused.
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number", _finite_number))
+
+
+def reason(error: jsonschema.ValidationError) -> str:
+    """Why a value was refused, in words: jsonschema's message, or what it would leave unsaid (a non-finite
+    number; a number that YAML 1.1 read as a string)."""
+    value = error.instance
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
+    if error.validator == "type" and isinstance(value, str) and isinstance(parse_text(value), (int, float)):
+        return (f"{value!r} is a string, not a number: YAML 1.1 reads a number with an exponent as text unless "
+                f"it has a dot and a signed exponent (write 1.0e+6, not 1e6 or 1.0e6)")
+    return error.message
 
 
 def parse_text(raw: str) -> Any:
@@ -89,7 +122,10 @@ class Schemas:
         self.registry = Registry(retrieve=self._retrieve)
 
     def _retrieve(self, uri: str) -> Resource:
-        return Resource.from_contents(_load(url2pathname(urlparse(uri).path)))
+        # without its "$schema", a file is validated by ``Validator`` (finite numbers), not by the stock
+        # validator that jsonschema would pick for the dialect it names
+        contents = {k: v for k, v in _load(url2pathname(urlparse(uri).path)).items() if k != "$schema"}
+        return Resource.from_contents(contents, default_specification=DRAFT202012)
 
     def _uri(self, ref: str) -> str:
         name, _, pointer = ref.partition("#")
@@ -107,19 +143,19 @@ class Schemas:
 
     def check(self, value: Any, ref: str, *, key: str, where: str, fix: str) -> Any:
         """``value`` if the node at ``ref`` allows it, else a SettingError naming key, value and range."""
-        validator = jsonschema.Draft202012Validator({"$ref": self._uri(ref)}, registry=self.registry)
+        validator = Validator({"$ref": self._uri(ref)}, registry=self.registry)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         if error is not None:
             node = self.node(ref)
             meaning = f" ({_first_clause(node['description'])})" if node.get("description") else ""
-            raise SettingError(f"{where}: {key}={value!r} is not allowed: {error.message}; "
+            raise SettingError(f"{where}: {key}={value!r} is not allowed: {reason(error)}; "
                                f"{key} must be {describe(node)}{meaning}", fix)
         return value
 
     def check_config(self, data: dict[str, Any], name: str, prefix: str = "") -> None:
         """Refuse a config (section) that the schema file ``name`` does not allow, naming the key path, the
         value and what is allowed (an unknown key with the nearest known one); nothing when it is valid."""
-        validator = jsonschema.Draft202012Validator({"$ref": self._uri(name)}, registry=self.registry)
+        validator = Validator({"$ref": self._uri(name)}, registry=self.registry)
         error = jsonschema.exceptions.best_match(validator.iter_errors(data))
         if error is None:
             return
@@ -136,7 +172,7 @@ class Schemas:
             raise SettingError(f"config: key {path}.{error.instance} is not allowed here", fix)
         node = error.parent.schema if error.parent is not None else error.schema  # oneOf: all branches
         allowed = describe(node) if {"type", "enum", "oneOf", "anyOf"} & set(node) else ""
-        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {error.message}"
+        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {reason(error)}"
                            + (f"; {path} must be {allowed}" if allowed else ""), fix)
 
     def check_mapping(self, values: dict[str, Any], ref: str, *, where: str, fix: str) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from replicate.validate import SettingError
 from replicate.lstm.config import resolve
-from replicate.press_wolf.cells import cell_settings, parse_cell
+from replicate.press_wolf.cells import cell_settings, check_cell_lists, parse_cell, spell
 
 
 def test_cell_settings_precedence_and_ablation_syntax():
@@ -25,3 +27,42 @@ def test_cell_settings_precedence_and_ablation_syntax():
         parse_cell("small@epochs")
     with pytest.raises(SettingError, match=r"unknown Press & Wolf cell 'smal_wt' \(did you mean 'small_wt'\?\)"):
         parse_cell("smal_wt")
+
+
+@pytest.mark.parametrize("cell,words", [
+    ("small@lr=0.5@lr=2", "lr is given twice"),
+    ("small@lr=1 @bptt=3", "contains whitespace"),
+    ("small@lr=", "lr has an empty value"),
+    ("small@lr=1.0", "write lr=1"),
+    ("small@pr_lambda=5e-2", "write pr_lambda=0.05"),
+    ("small@projection=True", "write projection=true"),
+    ("small@epochs=04", "write epochs=4"),
+])
+def test_a_cell_has_one_spelling(cell, words):
+    with pytest.raises(SettingError, match=re.escape(words)):
+        parse_cell(cell)
+
+
+def test_spelling_round_trips():
+    for value in (True, None, 3, 0.05, 1e-05, 1e20, 2.5, "squared"):
+        assert parse_cell(f"small@pr_form={spell(value)}")[1]["pr_form"] == value
+    assert parse_cell("small_wt_pr@pr_form=squared@epochs=4")[1] == {"pr_form": "squared", "epochs": 4}  # order free
+
+
+def _pw(cells, ablations=(), tables=None):
+    return {"cells": list(cells), "ablations": list(ablations), "tables": tables or {}}
+
+
+def test_cell_lists_tables_only_of_trained_cells():
+    check_cell_lists(_pw(["small", "small_wt"], tables={"table6": ["small"]}))
+    check_cell_lists(_pw([], tables={}))  # no Press & Wolf runs at all
+    with pytest.raises(SettingError, match=r"press_wolf.tables.table6 lists 'small_wt', which neither press_wolf.cells"):
+        check_cell_lists(_pw(["small"], tables={"table6": ["small", "small_wt"]}))
+    with pytest.raises(SettingError, match="which neither press_wolf.cells nor press_wolf.ablations trains"):
+        check_cell_lists(_pw([], tables={"table6": ["small"]}))  # cells: [] is not ignored
+    with pytest.raises(SettingError, match="'small@lr=1@bptt=3' and 'small@bptt=3@lr=1' are the same run"):
+        check_cell_lists(_pw(["small@lr=1@bptt=3"], ablations=["small@bptt=3@lr=1"]))
+
+
+def test_a_table_may_list_a_trained_ablation():
+    check_cell_lists(_pw(["small"], ablations=["small@epochs=4"], tables={"table6": ["small", "small@epochs=4"]}))

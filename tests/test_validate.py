@@ -47,11 +47,11 @@ def test_parse_text(raw, value):
 @pytest.mark.parametrize("ref,words", [
     ("lstm.schema.yaml#/properties/hidden_size", "an integer from 1 to 16384"),
     ("lstm.schema.yaml#/properties/dropout_rate", "a number in [0, 1)"),
-    ("lstm.schema.yaml#/properties/pr_lambda", "a number >= 0 (or null)"),
+    ("lstm.schema.yaml#/properties/pr_lambda", "a number from 0 to 1000 (or null)"),
     ("lstm.schema.yaml#/properties/tying", "one of untied, tied, tied_nobias"),
     ("scale.schema.yaml#/properties/model/properties/hiddens/items", "an integer from 1 to 16384"),
     ("scale.schema.yaml#/properties/transformer/properties/stds/items",
-     "a number > 0 or one of inv_sqrt_d, log_n_over_d"),
+     "a number in (0, 10] or one of inv_sqrt_d, log_n_over_d"),
 ])
 def test_describe_follows_refs(ref, words):
     assert describe(SCHEMAS.node(ref)) == words
@@ -60,7 +60,7 @@ def test_describe_follows_refs(ref, words):
 @pytest.mark.parametrize("value,key,words", [
     (-5, "hidden_size", ["run X", "hidden_size=-5", "less than the minimum of 1", "from 1 to 16384"]),
     (-0.1, "dropout_rate", ["dropout_rate=-0.1", "[0, 1)"]),
-    ("fast", "lr", ["lr='fast'", "not of type 'number'", "a number > 0"]),
+    ("fast", "lr", ["lr='fast'", "not of type 'number'", "a number in (0, 100]"]),
     ("wide", "tying", ["tying='wide'", "one of untied, tied, tied_nobias"]),
     (2.5, "epochs", ["epochs=2.5", "an integer"]),
 ])
@@ -83,3 +83,36 @@ def test_memory_limit():
     check_memory(2048, 2.0, where="run X", fix="-")  # exactly at the limit: allowed
     with pytest.raises(SettingError, match=r"run X: estimated memory 2\.5 GiB .* over max_job_memory_gib = 2\.0 GiB"):
         check_memory(2560, 2.0, where="run X", fix="-")
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "1e400"])
+def test_non_finite_numbers_are_refused_by_name(raw):
+    """JSON Schema's number lets nan and inf through; ours does not (1e400 reads as inf)."""
+    with pytest.raises(SettingError, match=r"is not a finite number; lr must be a number in \(0, 100\]"):
+        SCHEMAS.check(parse_text(raw), "lstm.schema.yaml#/properties/lr", key="lr", where="run X", fix="-")
+
+
+def test_float_knobs_have_an_upper_bound():
+    with pytest.raises(SettingError, match="1000000.0 is greater than the maximum of 100"):
+        SCHEMAS.check(1e6, "lstm.schema.yaml#/properties/lr", key="lr", where="run X", fix="-")
+    assert SCHEMAS.check(100, "lstm.schema.yaml#/properties/lr", key="lr", where="run X", fix="-") == 100
+
+
+def test_config_with_nan_or_a_yaml_string_number_is_refused_by_name():
+    with pytest.raises(SettingError, match=r"press_wolf\.overrides\.lr=nan is not allowed: nan is not a finite"):
+        SCHEMAS.check_config({"overrides": {"lr": float("nan")}}, "press_wolf.schema.yaml", "press_wolf")
+    overlay = yaml.safe_load("overrides: {lr: 1.0e6}")  # YAML 1.1: no dot-and-signed-exponent, so a string
+    with pytest.raises(SettingError, match=r"lr='1\.0e6' is not allowed: '1\.0e6' is a string, not a number: YAML 1\.1"):
+        SCHEMAS.check_config(overlay, "press_wolf.schema.yaml", "press_wolf")
+
+
+def test_config_readme_states_the_engine_ranges_of_the_schema():
+    """config/README.md's lstm table says what lstm.schema.yaml allows, bound for bound."""
+    import re
+
+    text = (REPO_ROOT / "config" / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## lstm"):text.index("## inan")]
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \| ", section, re.M))
+    assert set(rows) == set(CELL_KEYS)
+    for key, allowed in rows.items():
+        assert allowed == describe(SCHEMAS.node(f"lstm.schema.yaml#/properties/{key}")), key

@@ -132,7 +132,7 @@ PLAN_REFUSALS = [
      ["SettingError", "hidden_size=-5", "an integer from 1 to 16384"]),
     ("pw-unknown-key", PW.format("small@lamda=1"), None, ["SettingError", "unknown key 'lamda'", "'pr_lambda'"]),
     ("pw-negative-dropout", PW.format("small@dropout_rate=-0.1"), None, ["dropout_rate=-0.1", "a number in [0, 1)"]),
-    ("pw-non-numeric", PW.format("small@lr=fast"), None, ["lr='fast'", "a number > 0"]),
+    ("pw-non-numeric", PW.format("small@lr=fast"), None, ["lr='fast'", "a number in (0, 100]"]),
     ("pw-seed-override", PW.format("small@seed=3"), None, ["seed is not a cell override"]),
     ("pw-out-of-memory", PW.format("small@hidden_size=16000"), None,
      ["estimated memory", "over max_job_memory_gib = 64 GiB"]),
@@ -141,7 +141,7 @@ PLAN_REFUSALS = [
     ("pw-ablation-in-config", "all", "press_wolf:\n  ablations: ['small@dropout_rate=1.5']\n",
      ["dropout_rate=1.5", "a number in [0, 1)"]),
     ("inan-zero-tau", "results/inan/ablation/ptb/small_real_tau0_gamma0.5/metrics.json", None,
-     ["Inan ablation run", "tau=0", "a number > 0"]),
+     ["Inan ablation run", "tau=0", "a number in (0, 1000]"]),
     ("inan-screen-unknown-run", "results/inan/screen/ptb/small_al_interval_nobais/metrics.json", None,
      ["Inan screening run", "no run al_interval_nobais", "'al_interval_nobias'"]),
     ("inan-screen-bad-override", "all", "inan:\n  screen:\n    runs: [{variant: al, tag: x, overrides: {tua: 5}}]\n",
@@ -163,6 +163,14 @@ PLAN_REFUSALS = [
     ("sweep-out-of-memory", "all", "initial_loss:\n  widths: [64, 32768]\n",
      ["sweep point d=32768", "estimated memory", "over max_job_memory_gib = 64 GiB"]),
     ("sweep-odd-heads", "results/initial_loss/runs/d130.csv", None, ["width 130 does not split into 2 heads"]),
+    ("pw-nan-lr", PW.format("small@lr=nan"), None, ["lr=nan is not allowed: nan is not a finite number"]),
+    ("pw-key-twice", PW.format("small@lr=0.5@lr=2"), None, ["lr is given twice"]),
+    ("pw-whitespace", PW.format("small@lr=1 @bptt=3"), None, ["contains whitespace"]),
+    ("config-nan", "all", "press_wolf:\n  overrides: {lr: .nan}\n", ["press_wolf.overrides.lr=nan", "not a finite"]),
+    ("config-yaml-string", "all", "press_wolf:\n  overrides: {lr: 1.0e6}\n", ["'1.0e6' is a string", "YAML 1.1"]),
+    ("config-no-cells", "all", "press_wolf:\n  cells: []\n", ["which neither press_wolf.cells nor press_wolf.ablations trains"]),
+    ("no-rule-seed", "results/press_wolf/small/seed-1/metrics.json", None, ["rule press_wolf_train", "seed='-1'"]),
+    ("no-rule-variant", "results/inan/table1/ptb/small_all/metrics.json", None, ["variant='all'", "'al'"]),
 ]
 
 

@@ -1,10 +1,14 @@
 """Press & Wolf's cells: the rows of their Tables 5 and 6 (plus Zaremba's medium) as engine settings.
 
 A cell name may carry overrides, ``base@key=value@...``: the one-command ablation with its own result folder.
+A name is its folder, so one run has one spelling: no whitespace, each key once, each value as ``spell``
+writes it back (``lr=1``, not ``lr=1.0``; ``pr_lambda=0.05``, not ``5e-2``); the order of the keys is free.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from replicate.lstm.config import OVERRIDABLE
@@ -29,6 +33,19 @@ CELLS: dict[str, dict[str, Any]] = {
 CELL_KEYS = [k for k in OVERRIDABLE if k != "seed"]  # = the keys of workflow/schemas/lstm.schema.yaml
 
 
+def spell(value: Any) -> str:
+    """The one spelling of a parsed value in a cell name: true/false, null, an int, the shortest float that
+    reads back the same (a whole float without its ``.0``), or the word itself."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
 def parse_cell(cell: str) -> tuple[str, dict[str, Any]]:
     """Split a cell name ``base`` or ``base@key=value@key=value`` into (base, overrides).
 
@@ -36,7 +53,10 @@ def parse_cell(cell: str) -> tuple[str, dict[str, Any]]:
     small+WT+PR row with lambda 0.05, written to its own result folder. Values are parsed as
     true/false, null, int, float or string (``replicate.validate.parse_text``); their types and
     bounds are checked by the workflow against workflow/schemas/lstm.schema.yaml. ``seed`` is
-    not a cell override: the run's ``seed<N>`` folder sets it."""
+    not a cell override: the run's ``seed<N>`` folder sets it. A name that is not the one spelling of its
+    run (whitespace, a key twice, an empty or differently written value) is refused with the spelling."""
+    if re.search(r"\s", cell):
+        raise SettingError(f"cell {cell!r} contains whitespace", f"write it without: {''.join(cell.split())!r}")
     base, *items = cell.split("@")
     if base not in CELLS:
         raise SettingError(f"unknown Press & Wolf cell {base!r}{nearest(base, CELLS)}", f"use one of {sorted(CELLS)}")
@@ -51,7 +71,16 @@ def parse_cell(cell: str) -> tuple[str, dict[str, Any]]:
         if key not in CELL_KEYS:
             raise SettingError(f"cell {cell!r}: unknown key {key!r}{nearest(key, CELL_KEYS)}",
                                f"use one of {', '.join(CELL_KEYS)}")
-        overrides[key] = parse_text(raw)
+        if key in overrides:
+            raise SettingError(f"cell {cell!r}: {key} is given twice", f"keep one @{key}=... (a name is one run)")
+        if not raw:
+            raise SettingError(f"cell {cell!r}: {key} has an empty value", f"write e.g. @{key}=<value>")
+        value = parse_text(raw)
+        finite = not (isinstance(value, float) and not math.isfinite(value))  # nan, inf: the schema names them
+        if finite and spell(value) != raw:
+            raise SettingError(f"cell {cell!r}: {key}={raw} is not the one spelling of its value",
+                               f"write {key}={spell(value)} (one run, one folder)")
+        overrides[key] = value
     return base, overrides
 
 
@@ -62,3 +91,24 @@ def cell_settings(cell: str, common: dict[str, Any] | None = None, seed: int | N
     if seed is not None:
         settings["seed"] = int(seed)
     return settings
+
+
+def check_cell_lists(pw: dict[str, Any]) -> None:
+    """Refuse a ``press_wolf`` section whose tables list a cell that neither ``cells`` nor ``ablations`` trains,
+    or that names one run twice (two spellings of the same cell and overrides); every name must parse."""
+    trained = [*pw["cells"], *pw["ablations"]]
+    runs: dict[tuple, str] = {}
+    for name in trained:
+        base, overrides = parse_cell(name)
+        run = (base, tuple(sorted(overrides.items(), key=lambda kv: kv[0])))
+        if run in runs and runs[run] != name:
+            raise SettingError(f"config: press_wolf cells {runs[run]!r} and {name!r} are the same run",
+                               "keep one of them (the order of the @keys is free, the folder is the name)")
+        runs[run] = name
+    for table, cells in pw["tables"].items():
+        missing = [c for c in cells if c not in trained]
+        if missing:
+            raise SettingError(f"config: press_wolf.tables.{table} lists {', '.join(map(repr, missing))}, which "
+                               f"neither press_wolf.cells nor press_wolf.ablations trains (cells: {pw['cells']})",
+                               f"add them to press_wolf.cells, or remove them from press_wolf.tables.{table} "
+                               "(no Press & Wolf runs: cells: [] and tables: {})")

@@ -7,6 +7,7 @@ from replicate import paths
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
+from replicate.targets import explain as explain_target
 from replicate.validate import SettingError, nearest, parse_text
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
@@ -65,3 +66,26 @@ def run_config(section, **extra):
         base[section] = config[section]
     base.update(extra)
     return base
+
+
+def requested_targets():
+    """The targets on snakemake's command line, read by Snakemake's own parser (the workflow is parsed before
+    Snakemake hands them over); none when Snakemake runs from its Python API."""
+    if os.path.basename(sys.argv[0]) != "snakemake":
+        return []
+    from snakemake.cli import get_argument_parser
+
+    args, _ = get_argument_parser().parse_known_args(sys.argv[1:])
+    return args.targets or []
+
+
+def check_requested_targets(checkers):
+    """Refuse a requested path that no rule writes, naming the part that does not fit the closest rule's
+    pattern (replicate/targets.py), instead of Snakemake's bare "No rule to produce"."""
+    rules = list(workflow.rules)
+    names = {r.name for r in rules}
+    for target in requested_targets():
+        path = os.path.relpath(target) if os.path.isabs(target) else os.path.normpath(target)
+        if target in names or os.path.exists(path) or any(r.is_producer(path) for r in rules):
+            continue
+        raise explain_target(path, [(r.name, str(o)) for r in rules for o in r.output], checkers)

@@ -1,6 +1,7 @@
 # Inan et al. 2017: config views, target lists and run-spec functions used by inan.smk.
 from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names, reading_seeds, reading_settings
 from replicate.inan.train import TRAIN_MODULES as INAN_TRAIN_MODULES, run_settings as inan_run_settings
+from replicate.run_checks import check_engine_settings
 
 INAN = config["inan"]
 INAN_T1 = INAN["table1"]
@@ -95,9 +96,10 @@ def inan_screen_spec(wc):
 
 
 def inan_screen_check(wc):
-    """Plan-time check of a screening run: defined in the config, memory."""
-    check_lstm_memory(_engine_settings(inan_screen_spec)(wc), wc.dataset, INAN["threads"],
-                      f"Inan screening run {wc.dataset}/{wc.size}_{wc.variant}_{wc.tag}")
+    """Plan-time check of a screening run: defined in the config, engine settings in range, memory."""
+    where = f"Inan screening run {wc.dataset}/{wc.size}_{wc.variant}_{wc.tag}"
+    check_lstm_memory(check_engine_settings(_engine_settings(inan_screen_spec)(wc), where), wc.dataset,
+                      INAN["threads"], where)
 
 
 def _with_config(spec_of):
@@ -115,9 +117,10 @@ def _engine_settings(spec_of):
 
 
 def inan_table1_check(wc):
-    """Plan-time check of a Table 1 run: its memory estimate."""
-    check_lstm_memory(_engine_settings(inan_table1_spec)(wc), wc.dataset, INAN["threads"],
-                      f"Inan Table 1 run {wc.dataset}/{wc.size}_{wc.variant}")
+    """Plan-time check of a Table 1 run: engine settings in range, memory estimate."""
+    where = f"Inan Table 1 run {wc.dataset}/{wc.size}_{wc.variant}"
+    check_lstm_memory(check_engine_settings(_engine_settings(inan_table1_spec)(wc), where), wc.dataset,
+                      INAN["threads"], where)
 
 
 def inan_ablation_check(wc):
@@ -127,7 +130,8 @@ def inan_ablation_check(wc):
         check_wildcard(wc, key, f"inan.schema.yaml#/$defs/size/properties/{key}", where,
                        "ask for e.g. .../small_real_tau10_gamma0.5/metrics.json, or list the value under "
                        "inan.ablation.taus / gammas")
-    check_lstm_memory(_engine_settings(inan_ablation_spec)(wc), wc.dataset, INAN["threads"], where)
+    check_lstm_memory(check_engine_settings(_engine_settings(inan_ablation_spec)(wc), where), wc.dataset,
+                      INAN["threads"], where)
 
 
 def inan_point_check(wc):

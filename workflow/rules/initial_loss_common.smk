@@ -1,4 +1,6 @@
 # The initial-loss sweep: config view, sweep spec and targets used by initial_loss.smk.
+from replicate.run_checks import check_sweep_width
+
 IL = config["initial_loss"]
 # What a sweep job depends on (figure/table settings stay out, so editing them reruns no sweep).
 _IL_SWEEP_KEYS = ("vocab_size", "n_layers", "head_dim", "seeds", "batch_size", "seq_len",
@@ -7,17 +9,10 @@ IL_SWEEP_SPEC = spec_json(run_config(None, initial_loss={k: IL[k] for k in _IL_S
 
 
 def initial_loss_point_check(width, where):
-    """Plan-time check of one streamed sweep point of width ``width`` (text or int): in range, splits into
-    heads of even width (as replicate.llama.ModelConfig requires), memory estimate under the limit."""
-    width = SCHEMAS.check(parse_text(str(width)), "initial_loss.schema.yaml#/$defs/width", key="width",
-                          where=where, fix="use a width from 2 to 65536 (results/initial_loss/runs/d<width>.csv, "
-                                           "initial_loss.widths)")
-    heads = max(1, width // IL["head_dim"])
-    if width % heads or (width // heads) % 2:
-        raise SettingError(f"{where}: width {width} does not split into {heads} heads of even width "
-                           f"(initial_loss.head_dim = {IL['head_dim']})",
-                           "use a multiple of head_dim, or change initial_loss.head_dim")
-    check_sweep_memory(IL, width, where)
+    """Plan-time check of one streamed sweep point of width ``width`` (text or int): in range and split into
+    heads of even width, as `python -m replicate initial-loss sweep` checks it; memory estimate under the limit."""
+    check_sweep_width(parse_text(str(width)), IL["head_dim"], where)
+    check_sweep_memory(IL, int(width), where)
 
 
 def initial_loss_targets():

@@ -1,7 +1,9 @@
 # Press & Wolf: config view, target list and run-spec functions used by press_wolf.smk.
-from replicate.press_wolf.cells import cell_settings, parse_cell
+from replicate.press_wolf.cells import cell_settings, check_cell_lists, parse_cell
+from replicate.run_checks import check_engine_settings
 
 PW = config["press_wolf"]
+check_cell_lists(PW)  # tables only of trained cells, one spelling per run
 PW_RUNS = expand(R(paths.PW_METRICS), cell=PW["cells"] + PW["ablations"],
                  seed=PW["seeds"])
 
@@ -11,12 +13,10 @@ def press_wolf_settings(wildcards):
 
 
 def press_wolf_check(wildcards):
-    """Plan-time check of one run: the cell's @overrides against lstm.schema.yaml, its memory estimate."""
+    """Plan-time check of one run: its settings (the cell's name and @overrides included) against
+    lstm.schema.yaml, as `python -m replicate press-wolf train` checks them; its memory estimate."""
     where = f"Press & Wolf run {wildcards.cell}/seed{wildcards.seed}"
-    SCHEMAS.check_mapping(parse_cell(wildcards.cell)[1], "lstm.schema.yaml", where=where,
-                          fix="change the value after @ in the cell name (every engine key and its range: "
-                              "config/README.md, section lstm)")
-    check_lstm_memory(press_wolf_settings(wildcards), PW["dataset"], PW["threads"], where)
+    check_lstm_memory(check_engine_settings(press_wolf_settings(wildcards), where), PW["dataset"], PW["threads"], where)
 
 
 def press_wolf_spec(wildcards):

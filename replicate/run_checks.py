@@ -1,0 +1,99 @@
+"""The checks of one run's values that every entry point shares, against workflow/schemas/.
+
+The workflow calls them while it builds the DAG (workflow/rules/*_common.smk); ``python -m replicate``
+calls them through ``check_command`` before a training or sweep command starts, so a ``--spec`` or a
+``--width`` typed by hand is refused with the same named message as a value in a target's path. Imports
+nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from replicate.cli_common import load_spec
+from replicate.lstm.config import PRESETS
+from replicate.validate import SCHEMA_DIR, Schemas, SettingError, parse_text
+
+SCHEMAS = Schemas(SCHEMA_DIR)
+ENGINE_FIX = ("change the value (a cell's @key=value, the config's overrides, or the --spec); every engine key "
+              "and its range: config/README.md, section lstm")
+
+
+def check_engine_settings(settings: dict[str, Any], where: str) -> dict[str, Any]:
+    """Settings of one LSTM run (``replicate.lstm.runner.train_run``): a known size preset, a seed >= 0, every
+    other key known to lstm.schema.yaml and in its range."""
+    if settings.get("size") not in PRESETS:
+        raise SettingError(f"{where}: size={settings.get('size')!r} is not a size preset",
+                           f"use one of {', '.join(PRESETS)}")
+    seed = settings.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SettingError(f"{where}: seed={seed!r} is not an integer >= 0", "give the run's seed as 0, 1, 2, ...")
+    engine = {k: v for k, v in settings.items() if k not in ("size", "seed")}
+    SCHEMAS.check_mapping(engine, "lstm.schema.yaml", where=where, fix=ENGINE_FIX)
+    return settings
+
+
+def check_sweep_width(width: Any, head_dim: int, where: str) -> int:
+    """A width of the initial-loss sweep: in range, and split into heads of even width (as
+    ``replicate.llama.ModelConfig`` requires)."""
+    width = SCHEMAS.check(width, "initial_loss.schema.yaml#/$defs/width", key="width", where=where,
+                          fix="use a width from 2 to 65536 (results/initial_loss/runs/d<width>.csv, "
+                              "initial_loss.widths)")
+    heads = max(1, width // head_dim)
+    if width % heads or (width // heads) % 2:
+        raise SettingError(f"{where}: width {width} does not split into {heads} heads of even width "
+                           f"(initial_loss.head_dim = {head_dim})",
+                           "use a multiple of head_dim, or change initial_loss.head_dim")
+    return width
+
+
+def _press_wolf_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    check_engine_settings(spec.get("settings", {}), f"press-wolf train {spec.get('name', '--spec')}")
+
+
+def _inan_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    from replicate.inan.train import run_settings
+
+    where = f"inan train {spec.get('dataset')}/{spec.get('size')}_{spec.get('variant')}"
+    for key in ("dataset", "size"):
+        SCHEMAS.check(spec.get(key), f"inan.schema.yaml#/properties/ablation/properties/{key}", key=key,
+                      where=where, fix="pass the rule's --spec")
+    merged = {**spec.get("size_settings", {}), **(spec.get("overrides") or {})}
+    for key in ("tau", "gamma", "tau_power"):  # the augmented loss's own settings
+        if merged.get(key) is not None:
+            SCHEMAS.check(merged[key], f"inan.schema.yaml#/$defs/size/properties/{key}", key=key, where=where,
+                          fix="change it in inan.sizes (or the ablation's tau / gamma)")
+    engine, _ = run_settings(spec.get("size_settings", {}), spec["size"], spec.get("variant"), spec.get("seed", 0),
+                             spec.get("overrides"))
+    check_engine_settings(engine, where)
+
+
+def _initial_loss_sweep(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.width is None:
+        return  # argparse of the command names the missing --width
+    where = f"initial-loss sweep point d={args.width}"
+    head_dim = SCHEMAS.check(spec.get("initial_loss", {}).get("head_dim"), "initial_loss.schema.yaml#/properties/head_dim",
+                             key="head_dim", where=where, fix="pass the rule's --spec (initial_loss.head_dim)")
+    check_sweep_width(parse_text(args.width), head_dim, where)
+
+
+CHECKS: dict[tuple[str, str], Callable[[dict[str, Any], argparse.Namespace], None]] = {
+    ("press-wolf", "train"): _press_wolf_train,
+    ("inan", "train"): _inan_train,
+    ("initial-loss", "sweep"): _initial_loss_sweep,
+}
+
+
+def check_command(argv: list[str]) -> None:
+    """Refuse ``python -m replicate <command> <action> --spec ...`` whose values the workflow would refuse at
+    plan time (nothing for commands without a check, or without a --spec: their own parser names it)."""
+    check = CHECKS.get(tuple(argv[:2]))
+    if check is None:
+        return
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--spec")
+    parser.add_argument("--width")
+    args, _ = parser.parse_known_args(argv[2:])
+    if args.spec is not None:
+        check(load_spec(args.spec), args)

@@ -1,0 +1,121 @@
+"""Fault injection: an inf in the augmented-loss term, a SIGKILL during a checkpoint write, a full disk on a
+checkpoint or result write. Each ends in a named error and leaves every earlier file readable."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from conftest import REPO_ROOT
+from replicate import io as rio
+from replicate.data import Corpus
+from replicate.errors import ReplicateError
+from replicate.inan.train import run_settings
+from replicate.lstm.runner import train_run
+
+V = 30
+SIZE = {"hidden_size": 8, "num_layers": 1, "init_scale": 0.1, "dropout_rate": 0.3, "batch_size": 2, "bptt": 3,
+        "lr": 1.0, "epochs": 1, "max_epoch": 1, "decay": 0.5, "clip": 5.0, "tau": 10.0, "gamma": 0.5,
+        "max_batches": 6, "eval_max_tokens": 20, "log_every": 1000}
+
+
+def _corpus() -> Corpus:
+    tokens = torch.randint(0, V, (300,), generator=torch.Generator().manual_seed(0))
+    return Corpus(vocab=[f"w{i}" for i in range(V)], train=tokens[:200], valid=tokens[200:250], test=tokens[250:])
+
+
+def test_inf_in_the_augmented_loss_stops_the_run_and_writes_no_result(tmp_path, monkeypatch):
+    """The +AL term turns inf at its 3rd call (patched, not a real tau): the engine's guard stops the run with a
+    named error, metrics.json is never written, and a checkpoint that exists holds finite weights."""
+    from replicate.inan import losses
+
+    real, calls = losses.augmented_loss, []
+
+    def inf_at_third(*args, **kwargs):
+        calls.append(1)
+        value = real(*args, **kwargs)
+        return value * float("inf") if len(calls) == 3 else value
+
+    monkeypatch.setattr(losses, "augmented_loss", inf_at_third)
+    engine, al = run_settings(SIZE, "small", "al", seed=1)
+    with pytest.raises(ReplicateError, match=r"inan/ptb/small_al.*epoch 1, batch 3/"):
+        train_run({"name": "inan/ptb/small_al", "settings": engine}, _corpus(), tmp_path, log=lambda s: None,
+                  extra_loss=al)
+    assert len(calls) == 3 and not (tmp_path / "metrics.json").exists()
+    if (tmp_path / "checkpoint.pt").exists():
+        state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+        assert all(bool(torch.isfinite(t).all()) for t in state["model"].values())
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import sys, time, torch
+    from replicate import io as rio
+
+    def slow_save(obj, fh, *args, **kwargs):  # writes half an archive, says so, then waits for the kill
+        fh.write(b"PK" + b"x" * 4096)
+        fh.flush()
+        print("writing", flush=True)
+        time.sleep(60)
+
+    torch.save = slow_save
+    rio.torch_save(sys.argv[1], {"epoch": 2})
+""")
+
+
+def test_sigkill_during_a_checkpoint_write_keeps_the_previous_checkpoint(tmp_path):
+    ckpt = tmp_path / "checkpoint.pt"
+    rio.torch_save(ckpt, {"epoch": 1, "weights": torch.ones(3)})
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(ckpt)], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    state = torch.load(ckpt, weights_only=True)
+    assert state["epoch"] == 1 and torch.equal(state["weights"], torch.ones(3))
+    assert [p.name for p in tmp_path.glob(".checkpoint.pt.*.tmp")]  # the half-written temporary, never the file
+
+
+def test_a_full_disk_on_a_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    ckpt = tmp_path / "checkpoint.pt"
+    rio.torch_save(ckpt, {"epoch": 1})
+
+    def full(obj, fh, *args, **kwargs):
+        fh.write(b"PK" + b"x" * 1024)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(OSError) as err:
+        rio.torch_save(ckpt, {"epoch": 2})
+    assert err.value.errno == errno.ENOSPC
+    assert torch.load(ckpt, weights_only=True) == {"epoch": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]  # no temporary left behind
+
+
+def test_a_full_disk_on_a_result_write_keeps_the_previous_result(tmp_path, monkeypatch):
+    metrics = tmp_path / "metrics.json"
+    rio.write_json(metrics, {"valid_ppl": 120.0})
+    real = type(metrics).write_bytes
+
+    def full(path, data):
+        real(path, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(type(metrics), "write_bytes", full)
+    with pytest.raises(OSError) as err:
+        rio.write_json(metrics, {"valid_ppl": 99.0})
+    assert err.value.errno == errno.ENOSPC
+    assert json.loads(metrics.read_text()) == {"valid_ppl": 120.0}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
