@@ -36,6 +36,16 @@ def git_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
+def diff_sha256(root: Path = PROJECT_ROOT) -> str | None:
+    """sha256 of ``git diff HEAD --binary`` (the uncommitted changes to tracked files); None outside git."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--binary"], capture_output=True,
+                             timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return hashlib.sha256(out.stdout).hexdigest()
+
+
 def package_versions() -> dict[str, str | None]:
     versions = {}
     for name in _PACKAGES:

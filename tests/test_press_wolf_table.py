@@ -30,10 +30,13 @@ def test_table_joins_paper_rows_and_averages_seeds(tmp_path, repo_root):
     assert small.valid_diff == pytest.approx(0.3) and small.valid_rel_diff == pytest.approx(0.3 / 120.7)
     assert small.train_paper == 38.0 and small.protocol == "reduced" and small.params_m_ours == pytest.approx(4.6532)
     assert small.train_ours == 41.0 and small.train_clean_ours == 40.0  # running vs clean train ppl
+    # the spread of the cell's seeds per split (sample sd, n - 1): the report's noise reads the same runs
+    assert small.valid_sd == pytest.approx(2 ** 0.5) and small.test_sd == pytest.approx(2 ** 0.5)
+    assert small.train_sd == pytest.approx(2 ** 0.5)
     assert small.schedule == "r0.8" and small.gate_bias == "tf" and pd.isna(small.pr_lambda)
     ablation = t[t.cell == "small_wt_pr@pr_lambda=0.1"].iloc[0]
     assert pd.isna(ablation.valid_paper) and ablation.source == "no published number"
-    assert ablation.pr_form == "authors_code"
+    assert ablation.pr_form == "authors_code" and pd.isna(ablation.valid_sd)  # one seed: no sd
 
 
 def test_paper_reference_tables_have_sources(repo_root):

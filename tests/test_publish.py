@@ -31,7 +31,7 @@ def publish(base: Path, *args: str) -> tuple[int, str]:
     """Run the publish command in ``base`` (bundle paper/measured, README.md there); (exit code, output)."""
     out = io.StringIO()
     with contextlib.chdir(base), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = cli.main(["publish", "--bundle", BUNDLE, "--readme", "README.md", *args])
+        rc = cli.main(["publish", "--bundle", BUNDLE, "--readme", "README.md", "--allow-dirty", *args])
     return rc, out.getvalue()
 
 

@@ -175,6 +175,16 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
                                  .getBoundingClientRect().top,
                     tocTop: (Array.from(document.querySelectorAll('p')).find(p => p.textContent.trim() === 'Contents')
                              || {getBoundingClientRect: () => ({top: -1})}).getBoundingClientRect().top,
+                    firstVerdict: (() => {
+                      const td = document.querySelector('.verdicts tbody tr td[data-label="verdict"]');
+                      if (!td) return null;
+                      window.scrollTo(0, td.getBoundingClientRect().top + window.scrollY - 40);
+                      const r = td.getBoundingClientRect();
+                      const box = {left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                                   text: td.textContent, height: window.innerHeight};
+                      window.scrollTo(0, 0);
+                      return box;
+                    })(),
                     firstTableHead: Array.from((document.querySelector('table') || document.createElement('table'))
                                                .querySelectorAll('th')).map(h => h.textContent),
                     external: Array.from(document.querySelectorAll('[src],link[href]'))
@@ -254,6 +264,15 @@ def assert_no_sideways_scroll(state: dict) -> None:
         f"the page scrolls sideways: {state['pageWidth']} px wide at a {state['viewportWidth']} px viewport"
 
 
+def assert_first_verdict_visible(state: dict) -> None:
+    """The verdict of the first claim in the verdict table lies inside the viewport once the page is scrolled
+    down to it (no sideways scrolling of the table needed)."""
+    v = state["firstVerdict"]
+    assert v is not None, "no verdict cell in the verdict table"
+    assert 0 <= v["left"] and v["right"] <= state["viewportWidth"] and 0 <= v["top"] and v["bottom"] <= v["height"], \
+        f"the first verdict ({v['text']!r}) lies outside the {state['viewportWidth']} px viewport: {v}"
+
+
 def assert_links_resolve(state: dict, html: Path) -> None:
     """Every link: an anchor on the page, a file that exists (relative to the report), or an arXiv page."""
     ids = set(state["ids"])
@@ -303,36 +322,54 @@ def test_report_in_headless_chromium(smoke_run):
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
 
 
-BUNDLE_REPORT = REPO_ROOT / "paper" / "measured" / "report" / "index.html"
+BUNDLE = REPO_ROOT / "paper" / "measured"
+
+
+@pytest.fixture(scope="module")
+def bundle_report(tmp_path_factory) -> Path:
+    """The published bundle's report as the current code builds it (into a copy; the bundle is not touched)."""
+    from replicate.publish.bundle import build_report
+
+    copy = tmp_path_factory.mktemp("bundle") / "measured"
+    shutil.copytree(BUNDLE, copy, ignore=shutil.ignore_patterns("report"))
+    build_report(copy)
+    return copy / "report" / "index.html"
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not BUNDLE_REPORT.is_file(), reason="nothing published yet")
+@pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
 @pytest.mark.parametrize("width", [1280, 390])
-def test_published_report_reads_at_desktop_and_phone_width(width):
+def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report):
     """The bundle's report at 1280 px and at phone width: no sideways scroll, the plain answer above the
-    contents, an effect-size column in the verdict table, every image decodes and every link resolves."""
-    state = open_in_chromium(BUNDLE_REPORT, ARTIFACTS / f"published_report_{width}.png", width=width)
+    contents, one verdict and the paper's effect in the verdict table, the first claim's verdict inside the
+    viewport, every image decodes and every link resolves."""
+    state = open_in_chromium(bundle_report, ARTIFACTS / f"published_report_{width}.png", width=width)
     assert state["viewportWidth"] == width
     assert_no_sideways_scroll(state)
     assert 0 < state["glanceTop"] < state["tocTop"], "the answer in brief is not above the table of contents"
-    assert "size" in state["firstTableHead"] and "paper" in state["firstTableHead"], state["firstTableHead"]
+    assert "verdict" in state["firstTableHead"] and "paper" in state["firstTableHead"], state["firstTableHead"]
+    assert_first_verdict_visible(state)
     broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
     assert state["images"] and not broken, broken
     assert state["links"], "no link in the report"
-    assert_links_resolve(state, BUNDLE_REPORT)
+    assert_links_resolve(state, bundle_report)
     assert state["console_errors"] == [] and state["external"] == []
 
 
 @pytest.mark.browser
 def test_phone_width_check_can_fail(tmp_path):
-    """A table outside a wrapper wider than the phone makes the page scroll sideways: caught; a link to a
-    missing file: caught."""
+    """A table outside a wrapper wider than the phone makes the page scroll sideways: caught; a verdict in
+    the last column of a wide table: caught; a link to a missing file: caught."""
     page = tmp_path / "wide.html"
     cells = "".join(f"<td style='white-space:nowrap'>{1000000 + i:,}</td>" for i in range(30))
+    verdict = "<td data-label='verdict'>holds</td>"
     page.write_text(f"<!DOCTYPE html><html><head><meta name='viewport' content='width=device-width'></head><body>"
-                    f"<a href='missing.csv'>x</a><table><tr>{cells}</tr></table></body></html>")
+                    f"<a href='missing.csv'>x</a><table><tr>{cells}</tr></table>"
+                    f"<div class='verdicts' style='overflow-x:auto'><table><tbody><tr>{cells}{verdict}</tr></tbody>"
+                    f"</table></div></body></html>")
     state = open_in_chromium(page, None, width=390)
+    with pytest.raises(AssertionError, match="outside the 390 px viewport"):
+        assert_first_verdict_visible(state)
     with pytest.raises(AssertionError, match="scrolls sideways"):
         assert_no_sideways_scroll(state)
     with pytest.raises(AssertionError, match="missing file"):

@@ -12,23 +12,31 @@ import pytest
 
 from replicate.report import effects as E
 from replicate.report import noise
+from replicate.report import claims as C
 from replicate.report.claims import CLAIMS
+from replicate.report.format import NOT_RUN
 from replicate.report.sources import load
 
 
-def test_size_rule_each_outcome():
-    e = lambda paper, ours, allowance=None, level=False: E.size_verdict(  # noqa: E731
-        E.Effect("x", paper, ours, allowance=allowance, level=level))
-    assert e(3.2, 4.39, 1.0) == E.SAME
-    assert e(6.3, 1.37, 0.9) == E.DIRECTION_ONLY
-    assert e(2.7, 0.12, 0.9) == E.TIE                      # 0.12 ppl on one seed: a tie, not "holds"
-    assert e(1.6, -0.32, 0.1) == E.OPPOSITE
-    assert e(0.06, 0.36, level=True) == E.DIRECTION_ONLY   # a distance 6x the paper's
-    assert e(0.06, 0.1, level=True) == E.SAME
-    assert e(None, 0.3) == E.NO_PAPER and e(None, 0.01, 0.05) == E.TIE
-    assert e(0.0, -0.75, 1.0) == E.TIE and e(0.0, -0.75, 0.5).startswith(E.PAPER_TIE)
-    assert e(3.2, 4.39) == f"{E.SAME} ({E.NOISE_UNKNOWN})"  # no allowance: said, not hidden
-    assert E.worst([E.SAME, E.TIE, E.DIRECTION_ONLY]) == E.TIE
+def test_verdict_rule_each_outcome():
+    j = lambda check, *effects: E.judge(check, list(effects))[0]  # noqa: E731
+    e = lambda paper, ours, allowance=None, level=False: E.Effect("x", paper, ours, allowance=allowance,  # noqa: E731
+                                                                  level=level)
+    assert j(C.HOLDS, e(3.2, 4.39, 1.0)) == C.HOLDS
+    assert j(C.HOLDS, e(6.3, 1.37, 0.9)) == C.FAILS                # beyond the noise, far short of the paper's
+    assert j(C.HOLDS, e(6.3, 3.16, 0.9)) == C.HOLDS                # just over half of it
+    assert j(C.HOLDS, e(2.7, 0.12, 0.9)) == C.INCONCLUSIVE         # 0.12 ppl within the noise: not "holds"
+    assert j(C.HOLDS, e(2.7, 0.9, 0.9)) == C.INCONCLUSIVE          # on the allowance is within it
+    assert j(C.FAILS, e(1.6, -0.32, 1.35)) == C.INCONCLUSIVE       # the wrong sign, but within the noise
+    assert j(C.FAILS, e(1.6, -2.0, 1.35)) == C.FAILS
+    assert j(C.HOLDS, e(0.0, -0.75, 0.22)) == C.FAILS              # "REAL best" with REAL worse beyond the noise
+    assert j(C.HOLDS, e(3.2, 4.39)) == C.INCONCLUSIVE              # one seed: the noise is not measured
+    assert j(C.HOLDS, e(3.2, 4.39, 1.0), e(2.1, 3.16, 17.9)) == C.INCONCLUSIVE  # the test split within its noise
+    assert j(C.FAILS, e(3.2, 4.39, 1.0)) == C.FAILS                # the check fails for a reason no effect carries
+    assert j(C.HOLDS, e(0.06, 0.151, level=True)) == C.FAILS       # a level 2.5x the paper's
+    assert j(C.HOLDS, e(0.06, 0.1, level=True)) == C.HOLDS
+    assert j(C.HOLDS, e(None, 0.3, 0.1)) == C.HOLDS                # no paper number: direction and noise only
+    assert j(C.INCONCLUSIVE) == C.INCONCLUSIVE and j(NOT_RUN, e(3.2, 4.39, 1.0)) == NOT_RUN
 
 
 def _run(root: Path, rel: str, valid: float, test: float, wall: float | None = 100.0) -> None:
@@ -68,7 +76,11 @@ def test_pools_group_seeds_by_cell_and_protocol(tmp_path):
     assert p.timed == 3  # one run without a benchmark file: counted as untimed, not as zero seconds
     s = p.rel_sd("valid_ppl")
     a = noise.allowance(pools, ["inan_table1", "press_wolf"], 94.0, 1, 1)
-    assert a.value == pytest.approx(2 * s * 94.0 * math.sqrt(2)) and a.note.startswith("borrowed")
+    # a 95 % t interval on the pool's 2 dof (t = 4.30), not the 2 of a z; borrowed, and said so at the number
+    assert a.value == pytest.approx(4.302653 * s * 94.0 * math.sqrt(2), rel=1e-6) and a.note.startswith("borrowed")
+    assert a.flag == "borrowed"
+    one_pair = noise.allowance({"press_wolf": two}, ["press_wolf"], 345.0, 1, 1)
+    assert one_pair.flag == "one pair" and "t = 12.7" in one_pair.note
 
 
 def _bundle(root: Path, repeat: bool) -> Path:
@@ -93,23 +105,48 @@ def _bundle(root: Path, repeat: bool) -> Path:
     return root
 
 
-def _size(res, claim_id: str) -> str:
-    return next(c.evaluate(res) for c in CLAIMS if c.id == claim_id).size
+def _verdict(res, claim_id: str):
+    return next(c.evaluate(res) for c in CLAIMS if c.id == claim_id)
 
 
-def test_size_verdicts_follow_the_repeats_in_the_bundle(tmp_path):
+def test_verdicts_follow_the_repeats_in_the_bundle(tmp_path):
     single = load(_bundle(tmp_path / "one", repeat=False))
-    assert _size(single, "pw_small_tying") == f"{E.SAME} ({E.NOISE_UNKNOWN})"
-    assert _size(single, "inan_re_vd") == f"{E.DIRECTION_ONLY} ({E.NOISE_UNKNOWN})"
-    assert _size(single, "inan_al_vd") == f"{E.DIRECTION_ONLY} ({E.NOISE_UNKNOWN})"
-    assert "ran small only of the claimed sizes small, medium, large" in _size(single, "inan_real_best")
+    for claim_id in ("pw_small_tying", "inan_re_vd", "inan_al_vd"):  # one seed each: the rule needs a repeat
+        v = _verdict(single, claim_id)
+        assert v.verdict == C.INCONCLUSIVE and "seed noise not measured" in v.why, claim_id
+    assert "ran small only of the claimed sizes small, medium, large" in _verdict(single, "inan_real_best").why
     repeated = load(_bundle(tmp_path / "two", repeat=True))
-    v = next(c.evaluate(repeated) for c in CLAIMS if c.id == "pw_small_tying")
-    assert v.effects[0].seeds == (2, 2) and v.effects[0].allowance > 0 and v.size == E.SAME
-    # seed sd ~0.35 % of ~94 ppl on one seed each: about 0.9 ppl, so Inan's 0.12-ppl RE gain is a tie
-    re = next(c.evaluate(repeated) for c in CLAIMS if c.id == "inan_re_vd")
-    assert re.size == E.TIE and "borrowed" in re.effects[0].noise
-    assert _size(repeated, "inan_al_vd") == E.DIRECTION_ONLY  # 1.37 vs 6.3: beyond the noise, under half
+    v = _verdict(repeated, "pw_small_tying")
+    assert v.effects[0].seeds == (2, 2) and v.effects[0].allowance > 0 and v.verdict == C.HOLDS
+    re = _verdict(repeated, "inan_re_vd")  # 0.12 ppl against a borrowed allowance of about 2 ppl
+    assert re.verdict == C.INCONCLUSIVE and "borrowed" in re.effects[0].noise and "within the noise" in re.why
+    assert _verdict(repeated, "inan_al_vd").verdict == C.INCONCLUSIVE  # 1.37 ppl, within the t allowance
+
+
+def _holds_outside_noise(verdicts) -> list[str]:
+    """Claims that read 'holds' while an effect is within its allowance or has none (a failure each)."""
+    return [c.id for c, v in verdicts if v.verdict == C.HOLDS
+            and any(not e.level and (e.allowance is None or abs(e.ours) <= e.allowance) for e in v.effects)]
+
+
+def test_no_claim_holds_within_its_allowance(tmp_path, repo_root):
+    """For every claim, on the published bundle and on synthetic bundles with and without repeats: none reads
+    'holds' while an effect it rests on is within its seed-noise allowance (or has none)."""
+    bundles = [repo_root / "paper/measured", _bundle(tmp_path / "one", False), _bundle(tmp_path / "two", True)]
+    for root in bundles:
+        verdicts = C.evaluate_all(load(root))
+        assert not _holds_outside_noise(verdicts), root
+        assert all(v.verdict in C.STATUSES for _, v in verdicts)
+    # the check itself can fail: an effect inside its allowance next to a 'holds'
+    fake = C.Verdict(C.HOLDS, "x", effects=[E.Effect("x", 1.0, 0.5, allowance=1.0)])
+    assert fake.verdict == C.INCONCLUSIVE
+    assert _holds_outside_noise([(CLAIMS[0], _Forced(C.HOLDS, fake.effects))]) == [CLAIMS[0].id]
+
+
+class _Forced:
+    """A verdict that reads 'holds' whatever its effects (to show the check above can fail)."""
+    def __init__(self, verdict, effects):
+        self.verdict, self.effects = verdict, effects
 
 
 def test_glossary_lists_every_report_label():

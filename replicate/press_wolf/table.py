@@ -1,4 +1,5 @@
-"""Press & Wolf tables: our perplexities (mean over seeds) beside the paper's, with differences.
+"""Press & Wolf tables: our perplexities (mean, sd and number of seeds per cell) beside the paper's, with
+differences. The sd is the sample standard deviation over a cell's seeds (empty with one seed).
 
 Train perplexity comes in two forms: ``train_ours`` is the RUNNING train perplexity of the last epoch
 (the mean NLL over the epoch's batches, dropout on, weights moving), which the TF scripts print and
@@ -45,7 +46,8 @@ def build_table(runs, paper, protocol: str):
     agg = runs.groupby("cell", sort=False).agg(
         n_seeds=("seed", "count"), epochs=("epochs", "first"), params_m_ours=("params_m", "first"),
         train_ours=("train", "mean"), train_clean_ours=("train_clean", "mean"),
-        valid_ours=("valid", "mean"), test_ours=("test", "mean"), schedule=("schedule", "first"),
+        valid_ours=("valid", "mean"), test_ours=("test", "mean"),
+        **{f"{k}_sd": (k, "std") for k in METRICS}, schedule=("schedule", "first"),
         gate_bias=("gate_bias", "first"), pr_form=("pr_form", "first"), pr_lambda=("pr_lambda", "first"),
         code_version=("code_version", "first")).reset_index()
     ref = paper.rename(columns={f"{k}_ppl": f"{k}_paper" for k in METRICS} | {"params_m": "params_m_paper"})
@@ -57,6 +59,7 @@ def build_table(runs, paper, protocol: str):
     cols = ["cell", "row", "protocol", "n_seeds", "epochs", "params_m_ours", "params_m_paper"]
     for k in METRICS:
         cols += [f"{k}_ours", f"{k}_paper", f"{k}_diff", f"{k}_rel_diff"]
+    cols += [f"{k}_sd" for k in METRICS]
     cols += ["train_clean_ours", "schedule", "gate_bias", "pr_form", "pr_lambda", "code_version", "source"]
     table = table[cols]
     if missing:  # cells without a published row (e.g. medium_wt) keep empty paper columns

@@ -185,9 +185,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
         manifest["files"][rel] = {"sha256": sha256(bundle / rel), "bytes": (bundle / rel).stat().st_size,
                                   "experiment": owner(rel)}
         changed.append(rel)
-    git = provenance.git_state()
-    manifest["rebuilt"] = {"at": provenance.now(), "commit": git["commit"], "dirty": git["dirty"],
-                           "redrawn": redraw, "files": changed}
+    manifest["rebuilt"] = {"at": provenance.now(), **tree_stamp(), "redrawn": redraw, "files": changed}
     rio.write_json(bundle / MANIFEST, manifest)
     return changed
 
@@ -208,9 +206,15 @@ def _read_manifest(bundle: Path) -> dict:
         return {}
 
 
+def tree_stamp() -> dict:
+    """The commit published from, whether the tree had uncommitted changes, and then the sha256 of the diff."""
+    git = provenance.git_state()
+    return {"commit": git["commit"], "dirty": git["dirty"],
+            "diff_sha256": provenance.diff_sha256() if git["dirty"] else None}
+
+
 def _manifest(stage: Path, published: set[str], previous: dict) -> dict:
-    git, now = provenance.git_state(), provenance.now()
-    stamp = {"published": now, "commit": git["commit"], "dirty": git["dirty"]}
+    stamp = {"published": provenance.now(), **tree_stamp()}
     files = [rel for rel in files_under(stage) if rel != MANIFEST]
     experiments = {}
     for name in EXPERIMENTS:

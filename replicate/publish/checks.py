@@ -1,14 +1,26 @@
-"""The publish refusals: one experiment's results must share one code version per run kind and one
-protocol, within what is published and against what the bundle already holds for it."""
+"""The publish refusals: a working tree with uncommitted changes (unless allowed); one experiment's results
+must share one code version per run kind and one protocol, within what is published and against what the
+bundle already holds for it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from replicate import provenance
 from replicate.errors import ReplicateError
 from replicate.publish.catalogue import Scan
 
 _SHOWN = 4
+
+
+def clean_tree(allow_dirty: bool) -> None:
+    """Refuse to publish from a tree with uncommitted changes to tracked files, unless ``allow_dirty`` (the
+    manifest then records the hash of the diff, provenance.diff_sha256)."""
+    if provenance.git_state()["dirty"] and not allow_dirty:
+        raise ReplicateError("the working tree has uncommitted changes: a bundle published from it names a commit "
+                             "that does not reproduce it",
+                             "commit the changes first, or pass --allow-dirty to publish anyway (MANIFEST.json then "
+                             "records the sha256 of `git diff HEAD`)")
 
 
 def _ids(ids: list[str]) -> str:

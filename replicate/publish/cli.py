@@ -3,7 +3,8 @@
 Merges with what the bundle holds for other experiments, refuses to mix code versions or protocols
 within an experiment (``--replace`` drops the bundle's files of the published experiments first,
 ``--replace-runs`` only those of one run kind),
-rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block.
+rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block. Refuses a
+working tree with uncommitted changes unless ``--allow-dirty`` (then the manifest records the diff's hash).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from replicate.publish import bundle as bundle_mod
+from replicate.publish import checks
 from replicate.publish import readme as readme_mod
 from replicate.publish.catalogue import EXPERIMENTS
 
@@ -44,6 +46,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--readme", default="README.md", help="README whose measured-results block is rewritten")
     parser.add_argument("--no-readme", action="store_true", help="leave the README alone")
     parser.add_argument("--max-mb", type=float, default=20.0, help="size limit of the bundle (default: 20 MB)")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="publish (or rebuild) from a tree with uncommitted changes; MANIFEST.json records the "
+                             "sha256 of the diff (default: refuse)")
     parser.add_argument("--dry-run", action="store_true", help="say what would be published; write nothing")
     parser.add_argument("--rebuild", action="store_true",
                         help="publish nothing: rebuild the bundle's report from the bundle itself, re-hash it in "
@@ -52,6 +57,8 @@ def main(argv: list[str]) -> int:
                                                               "own tables first")
     args = parser.parse_args(argv)
 
+    if not args.dry_run:
+        checks.clean_tree(args.allow_dirty)
     if args.rebuild:
         changed = bundle_mod.rebuild(args.bundle, redraw=args.redraw)
         print(f"rebuilt {args.bundle} from itself: {len(changed)} files re-hashed in MANIFEST.json")

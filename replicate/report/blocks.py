@@ -156,7 +156,7 @@ def figure(png: Path, caption: str, md_dir: Path) -> str:
     svg = png.with_suffix(".svg")
     full = Path(os.path.relpath(svg, md_dir)).as_posix() if svg.is_file() else href
     return (f"[![{escape(png.stem.replace('_', ' '))}]({_destination(href)})]({_destination(full)})\n\n"
-            f"*{escape(caption)} (Click the figure for the full-size file.)*")
+            f"*{escape(caption)}* **[Full-size figure]({_destination(full)})**")
 
 
 def notice(text: str) -> str:

@@ -7,7 +7,9 @@ directives the builder fills in:
   ``inan``, ``initial_loss``, ``scale``, ``other_figures``, ``compute``, ``provenance``;
 - inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold).
 
-The plain answer per paper (``summary.glance``) and the table of contents go right after the title.
+The plain answer per paper (``summary.glance``) and the table of contents go right after the title; a
+smoke or mixed-protocol report opens with a banner (``summary.banner``), its title says so, and its
+verdicts carry no colour.
 
 The filled template is report.md; index.html is that Markdown rendered (``replicate.report.render``).
 Every generated number is read from a result file; a missing result is shown as
@@ -26,7 +28,7 @@ from replicate.report import claims as claims_mod
 from replicate.report.render import headings, to_html
 from replicate.report.sections import BUILDERS, Context
 from replicate.report.sources import load
-from replicate.report.summary import glance
+from replicate.report.summary import banner, glance, plain, protocols
 
 
 # ------------------------------------------------------------------------------------ template
@@ -45,7 +47,7 @@ def fill_template(text: str, ctx: Context) -> str:
             if arg not in verdicts:
                 raise ReplicateError(f"report template names an unknown claim {arg!r}",
                                      f"use one of {sorted(verdicts)}")
-            return f"**{verdicts[arg].status}**"
+            return f"**{verdicts[arg].verdict}**"
         raise ReplicateError(f"unknown inline directive {{{{{name}}}}} in the report template",
                              "use {{verdict:<claim id>}}")
 
@@ -59,12 +61,14 @@ def fill_template(text: str, ctx: Context) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
 
 
-def _front_matter(markdown: str, stamp: str, answer: str) -> str:
-    """The build stamp, the plain answer and a table of contents (the level-2 headings) after the title."""
+def _front_matter(markdown: str, stamp: str, answer: str, warning: str) -> str:
+    """The banner (if any), the build stamp, the plain answer and a table of contents (the level-2 headings)
+    after the title."""
     toc = B.bullets([f"[{B.escape(text)}](#{anchor})" for text, anchor in headings(markdown)])
     lines = markdown.split("\n")
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
-    return "\n".join(lines[:at] + ["", stamp, "", answer, "", "**Contents**", "", toc, ""] + lines[at:])
+    front = [warning, stamp, answer, "**Contents**", toc]
+    return "\n".join(lines[:at] + [x for block in front if block for x in ("", block)] + [""] + lines[at:])
 
 
 # -------------------------------------------------------------------------------------- build
@@ -87,8 +91,10 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     git = prov.git_state()
     stamp = (f"Built {prov.now()} from commit {(git.get('commit') or 'unknown')[:10]}"
              f"{' (with uncommitted changes)' if git.get('dirty') else ''}; results folder `{results_dir}`.")
-    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx))
+    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx), banner(res))
     doc_title = title or next((text for text, _ in headings(markdown, level=1)), "Report")
+    if not plain(res):
+        doc_title = f"{' + '.join(protocols(res)).upper()} RUN: {doc_title}"
     rio.write_text(out_md, markdown)
-    rio.write_text(out_html, to_html(markdown, Path(out_md).parent, doc_title))
-    return {"verdicts": {c.id: v.status for c, v in verdicts}, "shown_figures": sorted(ctx.used_figures)}
+    rio.write_text(out_html, to_html(markdown, Path(out_md).parent, doc_title, colours=plain(res)))
+    return {"verdicts": {c.id: v.verdict for c, v in verdicts}, "shown_figures": sorted(ctx.used_figures)}

@@ -1,18 +1,18 @@
-"""Effect sizes: the paper's effect beside ours, and a second verdict on size by one fixed rule.
+"""One verdict per claim, by one fixed rule over the claim's effects and its own check.
 
 An ``Effect`` is one number a claim is about (for example "valid ppl, small − small+WT"), signed so
-that a positive value points the way the claim says, measured by the paper and by us. ``size_verdict``
-judges it:
+that a positive value points the way the claim says, measured by the paper and by us, with the
+seed-noise allowance on ours (``replicate.report.noise``: a 95 % t interval). ``judge`` gives the one
+verdict (``RULE`` is the text the report prints):
 
-1. no number of ours: not run; no number of the paper's: ``NO_PAPER`` (the size is not judged), unless
-   ours is within the seed-noise allowance (``TIE``); a paper effect of exactly zero: ``PAPER_TIE``
-   unless ours is within the allowance;
-2. ours within the seed-noise allowance (|ours| <= allowance): ``TIE``;
-3. ours of the opposite sign to the paper's: ``OPPOSITE``;
-4. ours / paper within [1/FACTOR, FACTOR]: ``SAME``; otherwise ``DIRECTION_ONLY``.
-
-A ``level`` effect (a value the claim says should be reached, e.g. a distance near 0.06) skips 2-3 and
-compares the two values by step 4. When no allowance could be measured the verdict says so.
+1. a table or row the claim needs is missing: **not run**;
+2. an effect outside its allowance in the other direction: **does not hold**;
+3. an effect within its allowance, or without one (one seed where the rule needs a repeat):
+   **inconclusive**;
+4. the claim's own check fails (for a reason no effect carries): **does not hold**;
+5. an effect far short of the paper's (under 1/FACTOR of it), or a value to reach (a level, such as a
+   distance near 0.06) off the paper's by more than FACTOR either way: **does not hold**;
+6. otherwise **holds**. A claim without effects (a tolerance or a trend test) keeps its own check.
 """
 
 from __future__ import annotations
@@ -20,25 +20,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-FACTOR = 2.0
-SAME = f"same direction, within a factor of {FACTOR:g}"
-DIRECTION_ONLY = "direction only"
-TIE = "tie"
-OPPOSITE = "opposite direction"
-NO_PAPER = "no paper number"
-PAPER_TIE = "the paper shows a tie"
-NOT_MEASURED = "not run"
-# worst first: a claim with several effects takes its worst one
-ORDER = (OPPOSITE, TIE, DIRECTION_ONLY, SAME, PAPER_TIE, NO_PAPER, NOT_MEASURED)
-NOISE_UNKNOWN = "seed noise not measured"
+from replicate.report.format import NOT_RUN
 
-RULE = (f"Size rule (fixed): an effect of ours within the seed-noise allowance is a **{TIE}**; of the "
-        f"opposite sign to the paper's, **{OPPOSITE}**; between 1/{FACTOR:g} and {FACTOR:g} times the paper's, "
-        f"**{SAME}**; any other size, **{DIRECTION_ONLY}**. A value the claim says should be reached (a "
-        f"distance near the paper's) is compared by the same factor. Without a paper number the size is not "
-        f"judged (**{NO_PAPER}**); where the paper's own effect is zero, ours is a tie only within the "
-        f"allowance (else **{PAPER_TIE}**). Where no allowance could be measured the verdict says "
-        f"\"{NOISE_UNKNOWN}\".")
+HOLDS = "holds"
+FAILS = "does not hold"
+INCONCLUSIVE = "inconclusive"
+STATUSES = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)
+FACTOR = 2.0
+
+RULE = (f"Verdict rule (fixed, replicate/report/effects.py): a claim **{HOLDS}** when each effect it is about "
+        f"points the claimed way outside its seed-noise allowance, its own check passes (e.g. valid and test "
+        f"both lower) and no effect falls short of half the paper's; it is **{INCONCLUSIVE}** when an effect "
+        f"lies within its allowance, or rests on one seed where the rule needs a repeat to measure the noise; "
+        f"it **{FAILS}** when an effect lies outside its allowance in the other direction, its own check fails, "
+        f"or it falls short of 1/{FACTOR:g} of the paper's effect (a value to reach, such as a distance, off "
+        f"the paper's by more than {FACTOR:g}×); **{NOT_RUN}** when a table it needs is missing. A claim "
+        f"without an effect size (a tolerance or a trend test) is judged by its own stated test.")
 
 
 @dataclass
@@ -51,31 +48,47 @@ class Effect:
     allowance: float | None = None     # seed-noise allowance on ``ours`` (same unit)
     noise: str = ""                    # where the allowance comes from (one line)
     level: bool = False                # a value to reach, not a difference
+    flag: str = ""                     # shown at the allowance: "borrowed", "one pair"
 
 
-def size_verdict(e: Effect) -> str:
-    """The fixed rule of the module docstring; the allowance's absence is named."""
-    if e.ours is None or not math.isfinite(e.ours):
-        return NOT_MEASURED
-    noise_known = e.allowance is not None and math.isfinite(e.allowance)
-    if not e.level and noise_known and abs(e.ours) <= e.allowance:
-        return TIE
-    if e.paper is None or not math.isfinite(e.paper):
-        return NO_PAPER
-    suffix = "" if noise_known or e.level else f" ({NOISE_UNKNOWN})"
-    if e.paper == 0:
-        return PAPER_TIE + suffix
-    if not e.level and e.ours * e.paper < 0:
-        return OPPOSITE + suffix
+def _short(e: Effect) -> bool:
+    """Ours far from the paper's size: a difference under 1/FACTOR of it, a level off by more than FACTOR."""
+    if e.paper is None or not math.isfinite(e.paper) or e.paper == 0:
+        return False
     ratio = e.ours / e.paper
-    return (SAME if 1 / FACTOR <= ratio <= FACTOR else DIRECTION_ONLY) + suffix
+    return not 1 / FACTOR <= ratio <= FACTOR if e.level else ratio < 1 / FACTOR
 
 
-def worst(verdicts: list[str]) -> str:
-    """The worst of several size verdicts (``ORDER``; the noise note kept)."""
-    if not verdicts:
-        return NOT_MEASURED
-    return min(verdicts, key=lambda v: next(i for i, o in enumerate(ORDER) if v.startswith(o)))
+def judge(check: str, effects: list[Effect]) -> tuple[str, str]:
+    """(verdict, why) by the rule of the module docstring; ``check`` is the claim's own check's status."""
+    if check == NOT_RUN:
+        return NOT_RUN, ""
+    measured = [e for e in effects if e.ours is not None and math.isfinite(e.ours)]
+    diffs = [e for e in measured if not e.level]
+    known = [e for e in diffs if e.allowance is not None and math.isfinite(e.allowance)]
+    against = [e for e in known if e.ours < -e.allowance]
+    if against:
+        return FAILS, f"{describe(against[0])}: outside the noise, the other way"
+    unknown = [e for e in diffs if e not in known]
+    if unknown:
+        return INCONCLUSIVE, f"{unknown[0].what}: seed noise not measured ({unknown[0].noise or 'one seed'})"
+    within = [e for e in known if abs(e.ours) <= e.allowance]
+    if within:
+        return INCONCLUSIVE, f"{describe(within[0])}: within the noise"
+    if check == FAILS:
+        return FAILS, "its own check fails"
+    short = [e for e in measured if _short(e)]
+    if short:
+        e = short[0]
+        return FAILS, f"{describe(e)}: {'more than ' + format(FACTOR, 'g') + '× off' if e.level else 'under half'}"
+    return check, ""
+
+
+def describe(e: Effect) -> str:
+    """'<what> <ours> ± <allowance> against the paper's <paper>': an effect in one phrase."""
+    allow = f" ± {fmt_effect(e.allowance, '')}" if e.allowance is not None else ""
+    paper = f" against the paper's {fmt_effect(e.paper, e.unit)}" if e.paper is not None else ""
+    return f"{e.what} {fmt_effect(e.ours, e.unit)}{allow}{paper}"
 
 
 def fmt_effect(x: float | None, unit: str) -> str:

@@ -8,16 +8,18 @@ from typing import Any
 NOT_RUN = "not run in this protocol"
 NO_VALUE = "—"
 
-# Beyond this magnitude an integer's digits are noise (float precision): scientific notation.
+# From this magnitude on, every number reads with 3 significant digits: a word for millions, billions and
+# trillions (4.69 M, 540 B), scientific notation beyond (3.78e+35), whether it is a whole number or not.
+LARGE = 1e6
 SCIENTIFIC_ABOVE = 1e15
-# Non-integer values from this magnitude on: scientific notation (3 significant digits).
-SCIENTIFIC_FRACTION_ABOVE = 1e6
+SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
 
 
 def fmt_number(value: Any, digits: int = 2) -> str:
-    """Display form of one number: integers with thousands separators, floats with ``digits``
-    decimals (a negative ``digits``: a setting, in its shortest form) (3 significant digits for small magnitudes, scientific notation for huge ones), a
-    missing value as the 'not run' marker."""
+    """Display form of one number: below a million, integers with thousands separators and floats with
+    ``digits`` decimals (a negative ``digits``: a setting, in its shortest form; 3 significant digits for
+    small magnitudes); from a million on 3 significant digits (``LARGE``); a missing value as the 'not run'
+    marker."""
     if value is None:
         return NOT_RUN
     if isinstance(value, bool):
@@ -30,8 +32,11 @@ def fmt_number(value: Any, digits: int = 2) -> str:
         return NOT_RUN
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    if abs(x) >= SCIENTIFIC_ABOVE or (abs(x) >= SCIENTIFIC_FRACTION_ABOVE and x != int(x)):
+    if abs(x) >= SCIENTIFIC_ABOVE:
         return f"{x:.2e}"
+    if abs(x) >= LARGE:
+        scale, word = next((s, w) for s, w in SUFFIXES if abs(x) >= s)
+        return f"{x / scale:.3g} {word}"
     if isinstance(value, int) or (x == int(x) and (abs(x) >= 1000 or digits == 0)):
         return f"{int(x):,}"
     if digits < 0:  # a setting: as short as it was written (alpha 2.5, gamma 0.5, lr 0.003)

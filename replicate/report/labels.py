@@ -68,3 +68,12 @@ def column(name: str) -> str:
 
 def value(text: str) -> str:
     return VALUES.get(text, text)
+
+
+def cell(name: str) -> str:
+    """A Press & Wolf cell id as the paper names the row: small_wt_pr -> small+WT+PR; its overrides in words
+    (small_wt_pr@gate_bias=torch@epochs=2 -> small+WT+PR (gate bias torch, epochs 2))."""
+    base, *overrides = name.split("@")
+    first, *parts = base.split("_")
+    words = ", ".join(column(k) + " " + value(v) for k, _, v in (o.partition("=") for o in overrides))
+    return "+".join([first, *(p.upper() for p in parts)]) + (f" ({words})" if words else "")

@@ -7,10 +7,11 @@ cell's overrides (``press_wolf`` for the cells' own settings, ``press_wolf@epoch
 variant): runs at other settings never lend their noise to a claim.
 
 Per protocol and metric the pooled relative seed standard deviation is
-``s = sqrt(sum over groups and seeds of (x / group mean - 1)^2 / sum over groups of (n - 1))``. The
-allowance on a difference between two rows at perplexity level ``L`` with ``n_a`` and ``n_b`` seeds is
-``2 s L sqrt(1/n_a + 1/n_b)``: two standard errors of the difference, the rule the scale study uses
-for its slopes. Each run's cost is read from its Snakemake benchmark file (``benchmarks/<run>.tsv``).
+``s = sqrt(sum over groups and seeds of (x / group mean - 1)^2 / sum over groups of (n - 1))``, each
+split (valid, test, train) on its own. The allowance on a difference between two rows at perplexity
+level ``L`` with ``n_a`` and ``n_b`` seeds is the half-width of its 95 % t interval,
+``t(0.975, dof) s L sqrt(1/n_a + 1/n_b)`` with the pool's degrees of freedom (scipy.stats.t): one pair
+of runs (1 dof) gives t = 12.7, not the 2 of a z. Each run's cost is read from its Snakemake benchmark file (``benchmarks/<run>.tsv``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ class Pool:
     def runs(self) -> list[str]:
         return [f"{c}/seed{k}" for c, seeds in sorted(self.repeated.items()) for k in sorted(seeds)]
 
+    def cells(self) -> str:
+        """The repeated cells in words with their seeds: 'small: seeds 1, 2'."""
+        from replicate.report.labels import cell
+
+        return "; ".join(f"{cell(c) if '/' not in c else c.replace('/', ' ')}: seeds {', '.join(map(str, sorted(s)))}"
+                         for c, s in sorted(self.repeated.items()))
+
     def dof(self, metric: str = "valid_ppl") -> int:
         return sum(len(self._values(s, metric)) - 1 for s in self.repeated.values() if len(self._values(s, metric)) > 1)
 
@@ -66,7 +74,10 @@ class Pool:
     def label(self) -> str:
         base, _, over = self.protocol.partition("@")
         plain, varied = PROTOCOL_NAMES.get(base, (base, f"{base} with"))
-        return f"{varied} {over.replace('@', ', ')}" if over else plain
+        from replicate.report.labels import column, value
+
+        words = ", ".join(f"{column(k)} {value(v)}" for k, _, v in (o.partition("=") for o in over.split("@")))
+        return f"{varied} {words}" if over else plain
 
 
 def protocol_of(experiment: str, cell: str) -> str:
@@ -120,21 +131,32 @@ def scan(root: str | Path) -> dict[str, Pool]:
 class Allowance:
     value: float | None     # None: no repeated run at the protocols tried
     note: str               # one line: where it comes from, or why there is none
+    flag: str = ""          # shown at the number: "borrowed", "one pair"
+
+
+def t_factor(dof: int) -> float:
+    """The two-sided 95 % t quantile with ``dof`` degrees of freedom."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof))
 
 
 def allowance(pools: dict[str, Pool], protocols: list[str], level: float, n_a: int, n_b: int,
               metric: str = "valid_ppl") -> Allowance:
-    """The allowance on a difference at ``level`` from the first protocol in ``protocols`` with a repeat
-    (the first is the claim's own; any later one is named as borrowed)."""
+    """The 95 % t half-width on a difference at ``level`` from the first protocol in ``protocols`` with a
+    repeat (the first is the claim's own; any later one is named as borrowed, one pair as such)."""
     for i, key in enumerate(protocols):
         pool = pools.get(key)
         s = pool.rel_sd(metric) if pool else None
         if s is None:
             continue
-        value = 2 * s * level * math.sqrt(1 / n_a + 1 / n_b)
+        dof = pool.dof(metric)
+        t = t_factor(dof)
+        value = t * s * level * math.sqrt(1 / n_a + 1 / n_b)
         how = "" if i == 0 else f"borrowed: no repeated run at {_name(protocols[0])}; "
+        flag = ", ".join(f for f in ("borrowed" if i else "", "one pair" if dof == 1 else "") if f)
         return Allowance(value, f"{how}seed sd {s:.2%} of {metric.split('_')[0]} ppl from {pool.label()} "
-                                f"({len(pool.runs())} runs, {pool.dof(metric)} dof)")
+                                f"({len(pool.runs())} runs, {dof} dof, t = {t:.3g})", flag)
     return Allowance(None, "no repeated run at " + " nor at ".join(_name(p) for p in protocols))
 
 

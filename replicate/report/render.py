@@ -2,9 +2,11 @@
 
 Figures linked from the Markdown are embedded as base64 PNG; the CSS is inline; there is no
 JavaScript and nothing is loaded from the network. Every table sits in a wrapper that scrolls sideways
-itself, so that the page does not at phone width; each figure links to its full-size file. Headings get GitHub-style ids (so the Markdown's
-table of contents works in both); table cells holding a verdict get a class (its colour), and cells
-holding a word too long to fit a column (a URL, a path) one that lets it break anywhere.
+itself, so that the page does not at phone width; each figure links to its full-size file. Headings get
+GitHub-style ids (so the Markdown's table of contents works in both); table cells carry their column's
+header (``data-label``: the verdict table reads as cards at phone width), cells holding a verdict a class
+(its colour; none in a smoke or mixed-protocol report), and cells holding a word too long to fit a column
+(a URL, a path) one that lets it break anywhere.
 """
 
 from __future__ import annotations
@@ -19,13 +21,10 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 
 from replicate.errors import ReplicateError
-from replicate.report import effects as E
-from replicate.report.claims import FAILS, HOLDS, INCONCLUSIVE
+from replicate.report.effects import FAILS, HOLDS, INCONCLUSIVE
 from replicate.report.format import NOT_RUN
 
 CELL_CLASSES = {HOLDS: "holds", FAILS: "does-not-hold", INCONCLUSIVE: "inconclusive", NOT_RUN: "not-run"}
-SIZE_CLASSES = {E.SAME: "holds", E.DIRECTION_ONLY: "inconclusive", E.TIE: "inconclusive",
-                E.PAPER_TIE: "inconclusive", E.OPPOSITE: "does-not-hold"}
 LONG_WORD = 24  # characters
 
 CSS = """
@@ -60,11 +59,26 @@ td.past { background: #fce8e6; }
 .glance { border: 1px solid var(--line); border-left: 4px solid #1a73e8; background: #f8fbff; padding: 4px 16px;
           margin: 12px 0 20px; max-width: 900px; }
 .glance ul { padding-left: 18px; }
+.banner { border: 3px solid #b3261e; background: #fce8e6; color: #8c1d18; padding: 4px 16px; margin: 12px 0;
+          font-size: 18px; max-width: 900px; }
+.figure-link { font-weight: 600; }
 @media (max-width: 600px) {
   body { font-size: 14px; }
   main { padding: 12px 10px 40px; }
   h1 { font-size: 22px; } h2 { font-size: 19px; }
   table { font-size: 12.5px; }
+}
+@media (max-width: 480px) {  /* the verdict table as cards: the claim and its verdict first */
+  .verdicts table, .verdicts tbody, .verdicts tr, .verdicts td { display: block; width: 100%; }
+  .verdicts thead { display: none; }
+  .verdicts tr { border: 1px solid var(--line); margin: 0 0 10px; }
+  .verdicts td { border: 0; border-top: 1px solid var(--line); white-space: normal; text-align: left !important; }
+  .verdicts td:first-child { border-top: 0; font-weight: 600; }
+  .verdicts td:not(:first-child)::before { content: attr(data-label) ": "; color: var(--muted); font-weight: 400; }
+}
+@media print {
+  .table-wrap { overflow: visible; } details { display: block; } a { color: inherit; }
+  td.holds, td.does-not-hold, td.inconclusive { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 details { margin: 6px 0; }
 details pre { background:#f6f8fa; padding: 8px; overflow-x: auto; font-size: 12px; }
@@ -77,31 +91,40 @@ def slug(text: str) -> str:
 
 
 def _annotate(state) -> None:
-    """Core rule: ids on headings (unique), classes on table cells (verdicts, long words)."""
+    """Core rule: ids on headings (unique), on table cells their header and a class (verdicts, long words)."""
     seen: dict[str, int] = {}
     tokens = state.tokens
+    header: list[str] = []
+    column = 0
+    colours = state.env.get("colours", True)
     for i, tok in enumerate(tokens[:-1]):
         text = tokens[i + 1].content if tokens[i + 1].type == "inline" else ""
+        if tok.type == "thead_open":
+            header = []
+        elif tok.type == "th_open":
+            header.append(_plain(tokens[i + 1]))
+        elif tok.type == "tr_open":
+            column = 0
+        elif tok.type == "td_open":
+            tok.attrSet("data-label", header[column] if column < len(header) else "")
+            column += 1
         if tok.type == "heading_open":
             base = slug(_plain(tokens[i + 1]))
             n = seen.get(base, 0)
             seen[base] = n + 1
             tok.attrSet("id", base if n == 0 else f"{base}-{n}")
-        elif tok.type == "td_open" and _size_class(text):
-            tok.attrSet("class", _size_class(text))
+        elif tok.type == "td_open" and _verdict_class(text):
+            if colours:
+                tok.attrSet("class", _verdict_class(text))
         elif tok.type == "td_open" and re.fullmatch(r"\*\*[^*]+\*\*", text.strip()):
             tok.attrSet("class", "past")
         elif tok.type == "td_open" and max(map(len, text.split()), default=0) > LONG_WORD:
             tok.attrSet("class", "long")
 
 
-def _size_class(text: str) -> str | None:
-    """The colour class of a verdict cell: a direction verdict, or a size verdict (by its first words)."""
-    text = text.strip("* ")
-    if text in CELL_CLASSES:
-        return CELL_CLASSES[text]
-    return next((cls for prefix, cls in SIZE_CLASSES.items() if re.match(re.escape(prefix) + r"(?![\w-])", text)),
-                None)
+def _verdict_class(text: str) -> str | None:
+    """The colour class of a verdict cell: a verdict alone, or followed by a mark in brackets."""
+    return CELL_CLASSES.get(re.sub(r" \(.*\)$", "", text.strip("* ")))
 
 
 def _plain(inline) -> str:
@@ -145,9 +168,10 @@ def headings(markdown: str, level: int = 2) -> list[tuple[str, str]]:
             if t.type == "heading_open" and t.tag == f"h{level}"]
 
 
-def to_html(markdown: str, md_dir: Path, title: str) -> str:
-    """The page: ``markdown`` rendered, figures (relative to ``md_dir``) embedded, CSS inline."""
-    body = parser().render(markdown, {"md_dir": Path(md_dir)})
+def to_html(markdown: str, md_dir: Path, title: str, colours: bool = True) -> str:
+    """The page: ``markdown`` rendered, figures (relative to ``md_dir``) embedded, CSS inline; ``colours``
+    False: verdict cells without their colour (a smoke or mixed-protocol report)."""
+    body = parser().render(markdown, {"md_dir": Path(md_dir), "colours": colours})
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"

@@ -8,6 +8,7 @@ them and link the full result file under them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from replicate.report import labels
 from replicate.report.format import NO_VALUE, NOT_RUN, fmt_percent
 from replicate.report.sources import Results, run_label
 from replicate.report.compute import section_compute, section_provenance
-from replicate.report.summary import section_summary
+from replicate.report.summary import answer, section_summary
 
 # Figures each section shows: explicit stems first, then prefixes (a figure goes to the first
 # section that claims it; anything left over appears under "other_figures").
@@ -213,7 +214,7 @@ def _pw_variants(ctx: Context) -> str:
         if not over:
             continue
         why = " ".join(dict.fromkeys(VARIANT_WHY.get(k, "") for k in over if k != "epochs" or len(over) == 1))
-        rows.append({"cell": base.replace("_", " + ").replace("small + ", "small + ").upper().replace("SMALL", "small"),
+        rows.append({"cell": labels.cell(base),
                      "changed": "; ".join(f"{k} = {labels.value(str(v))}" for k, v in over.items()),
                      "seeds": ", ".join(r["_seed"] for r in runs),
                      "epochs": max(int(r.get("epochs_completed") or 0) for r in runs),
@@ -245,17 +246,18 @@ def _pw_table(ctx: Context, key: str) -> str:
     frame.insert(0, "model", frame["row"].where(frame["row"].notna(), frame["cell"]))
     cols = {"model": "model", "params_m_ours": "params (M)", "train_ours": "train (running) ours",
             "train_paper": "train (running) paper", "train_clean_ours": "train (clean) ours", **_ours_paper(frame),
-            "n_seeds": "seeds", "epochs": "epochs", "schedule": "schedule", "gate_bias": "gate bias",
+            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd", "epochs": "epochs", "schedule": "schedule", "gate_bias": "gate bias",
             "pr_form": "PR form", "pr_lambda": "PR weight λ"}
     table = B.table(frame, cols, keep=("model",), partial=("pr_lambda", "pr_form"), percent=_rel_cols(frame),
-                    caption=f"Our perplexities (mean over seeds) beside Press & Wolf's. {PW_TRAIN_LEGEND}",
+                    caption=f"Our perplexities (mean over seeds; sd over a cell's seeds, — with one seed) beside "
+                            f"Press & Wolf's. {PW_TRAIN_LEGEND}",
                     source=ctx.source(key))
     return B.join([table, _listed(frame, "source", "Paper numbers")])
 
 
 def section_press_wolf(ctx: Context) -> str:
     res = ctx.results
-    out: list[str] = []
+    out: list[str] = [answer(ctx, "press_wolf")]
     if "press_wolf_table6" in res.raw:
         out.append(_pw_protocol(ctx, res.raw["press_wolf_table6"]))
     for name, title in (("table6", "Table 6: small model, no dropout"), ("table5", "Table 5: large models")):
@@ -271,26 +273,25 @@ def section_press_wolf(ctx: Context) -> str:
 IL_SETTING = {"token_dist": "tokens", "branches": "branches", "init": "init", "std": "σ", "head": "head",
               "reference_kind": "reference"}
 IL_CONSTANT = {"n": "vocabulary n", "n_layers": "layers", "n_seeds": "seeds per point"}
-# which claim tolerance (claims.DEFAULT_TOLERANCES key) applies to a row with this reference
-IL_TOLERANCE = {"theory": "theory_nats", "theory_rescaled": "rescale_nats", "log_n": "above_log_n_nats"}
 
 
 def initial_loss_differences(summary: pd.DataFrame, tolerances: dict) -> pd.DataFrame:
     """One row per setting (tokens, branches, init, σ, head, reference), one column ``d=<d>`` per width
-    holding measured − reference (nats, mean over seeds), and ``tolerance`` (the claims' tolerance for the
-    row's reference)."""
+    holding measured − reference (nats, mean over seeds), and ``tol:d=<d>``, the tolerance of the claim the
+    row tests at that point (nats; claims.tolerance_nats)."""
     keys = [c for c in IL_SETTING if c in summary.columns]
     rows = []
     for values, part in summary.groupby(keys, sort=False, dropna=False):
         row = dict(zip(keys, values))
-        row["tolerance"] = tolerances[IL_TOLERANCE.get(row.get("reference_kind"), "theory_nats")]
         row |= {c: part[c].iloc[0] for c in IL_CONSTANT if c in part.columns}
         for _, rec in part.iterrows():
             row[f"d={int(rec['d'])}"] = rec["loss_mean"] - rec["reference_loss"]
+            row[f"tol:d={int(rec['d'])}"] = claims_mod.tolerance_nats(rec["reference_kind"], rec["reference_loss"],
+                                                                      tolerances)
         rows.append(row)
     widths = [f"d={int(d)}" for d in sorted(summary["d"].unique())]
     constant = [c for c in IL_CONSTANT if c in summary.columns]
-    return pd.DataFrame(rows, columns=keys + constant + ["tolerance"] + widths)
+    return pd.DataFrame(rows, columns=keys + constant + widths + [f"tol:{w}" for w in widths])
 
 
 def _flag_past(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -301,41 +302,50 @@ def _flag_past(frame: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
             x = row[c]
             if pd.notna(x):
                 text = f"{x:+.2f}" if abs(x) >= 0.005 else "0.00"
-                out.at[i, c] = f"**{text}**" if abs(x) > row["tolerance"] else text
+                out.at[i, c] = f"**{text}**" if abs(x) > row[f"tol:{c}"] else text
     return out
 
 
 def _initial_loss_table(ctx: Context, summary: pd.DataFrame) -> str:
-    tol = {**claims_tolerances(), **(ctx.tolerances or {})}
+    tol = {**claims_mod.DEFAULT_TOLERANCES, **(ctx.tolerances or {})}
     frame = initial_loss_differences(summary, tol)
     widths = [c for c in frame.columns if c.startswith("d=")]
     shown = _flag_past(frame, widths)
     caption = ("Initial loss minus its reference, in nats, per setting (rows) and width d (columns); measured = mean "
                "over seeds. References: closed form = log(exp(dσ) + n − 1), rescaled closed form = "
                "log(exp(σ√d) + n − 1), log n. **Bold, shaded**: beyond the tolerance of the claim the row tests "
-               f"({tol['theory_nats']:g} nats from the closed form, {tol['rescale_nats']:g} from the rescaled one, "
-               f"{tol['above_log_n_nats']:g} above log n). The measured and reference values themselves, their sd and "
+               f"({tol['theory_rel']:.0%} of the closed form, {tol['rescale_nats']:g} nats from the rescaled one, "
+               f"{tol['above_log_n_rel']:.0%} of log n above it). The measured and reference values themselves, their sd and "
                "the refined theory are in the full table.")
     return B.table(shown, (IL_SETTING | IL_CONSTANT) | {c: c for c in widths},
                    keep=("head", "reference_kind", *widths), markdown=widths, caption=caption,
                    source=ctx.source("initial_loss_summary"))
 
 
-def claims_tolerances() -> dict:
-    from replicate.report.claims import DEFAULT_TOLERANCES
-
-    return dict(DEFAULT_TOLERANCES)
+def _theory_table(ctx: Context, t: pd.DataFrame) -> str:
+    """The closed form log(exp(dσ) + n − 1) as one row per init scale and one column per width (no training);
+    what every cell shares (n, log n, the rescaled closed form's range) is said once in the caption."""
+    pivot = t.pivot_table(index="std", columns="d", values="theory_loss", sort=False)
+    shown = pd.DataFrame({"init scale σ": [labels.value(str(i)) for i in pivot.index],
+                          **{f"d={int(d)}": pivot[d].to_numpy() for d in pivot.columns}})
+    n = sorted(t["n"].unique())
+    resc = t.get("theory_loss_rescaled", pd.Series(dtype=float)).dropna()
+    rescaled = (f" With the d^−1/2 rescale the closed form lies between {resc.min():.4f} and {resc.max():.4f} in "
+                "every cell." if len(resc) else "")
+    return B.table(shown, keep=tuple(shown.columns), source=ctx.source("initial_loss_theory"),
+                   caption=f"Closed-form initial loss log(exp(dσ) + n − 1) in nats (no training), n = "
+                           f"{', '.join(f'{int(x):,}' for x in n)} (log n = {math.log(n[0]):.2f}).{rescaled} "
+                           "exp(dσ) and exp(dσ)/n are in the full table.")
 
 
 def section_initial_loss(ctx: Context) -> str:
     res = ctx.results
-    out = [_protocols(ctx, {"the sweep": "initial_loss_summary"}), "### Measured initial loss against the theory"]
+    out = [answer(ctx, "initial_loss"), _protocols(ctx, {"the sweep": "initial_loss_summary"}), "### Measured initial loss against the theory"]
     s = res.raw.get("initial_loss_summary")
     out.append(_missing("Initial-loss sweep") if s is None else _initial_loss_table(ctx, s))
-    out.append("### The essay's table: exp(dσ) against n")
+    out.append("### The essay's table: the closed form per init scale and width")
     t = res.raw.get("initial_loss_theory")
-    out.append(_missing("Theory table") if t is None else
-               B.table(t, caption="Closed-form values (no training).", source=ctx.source("initial_loss_theory")))
+    out.append(_missing("Theory table") if t is None else _theory_table(ctx, t))
     out.append("### Embedding share of parameters in public model families")
     f = res.raw.get("model_families")
     if f is None:
@@ -378,7 +388,7 @@ def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
     cols = {"dataset": "data set", "size": "size", "model": "model",
             **_ours_paper(t), "tau": "tau", "gamma": "gamma", "alpha": "alpha",
-            "n_seeds": "seeds", "epochs": "epochs", "dropout_rate": "dropout", "embedding_dropout": "embedding dropout",
+            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd", "epochs": "epochs", "dropout_rate": "dropout", "embedding_dropout": "embedding dropout",
             "hours": "hours (train + valid)", "protocol": "protocol"}
     return B.join([B.table(t, cols, keep=("model",), partial=("tau", "gamma", "alpha"), percent=_rel_cols(t),
                                      caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / "
@@ -428,7 +438,7 @@ def _inan_readings(ctx: Context) -> str:
 
 def section_inan(ctx: Context) -> str:
     res = ctx.results
-    out = [_protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
+    out = [answer(ctx, "inan"), _protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
                             "section 6.2": "inan_figure1", "its readings": "inan_subspace_readings"}),
            "### Table 1: AL, RE and REAL",
            _inan_table1(ctx) if "inan_table1" in res.raw else _missing("Inan et al. Table 1"),
@@ -518,7 +528,7 @@ GAINS = ("rel_gain", "rel_gain_mean")
 
 def section_scale(ctx: Context) -> str:
     res = ctx.results
-    out: list[str] = [_protocols(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
+    out: list[str] = [answer(ctx, "scale"), _protocols(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
                                        "the transformer": "scale_transformer"})]
     for key, title, caption, columns in SCALE_TABLES:
         out.append(f"### {title}")
