@@ -14,7 +14,7 @@ from pathlib import Path
 import pooch
 import pytest
 
-from replicate import data
+from replicate import data, plan_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -61,6 +61,8 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
         # absolute: Snakemake runs in a temporary copy of the workflow
         full_env[data.ENV_LOCAL_DIR] = str(data_dir())
     full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    # tests read the printed commands whole (printed_specs); tests/test_plan_lines.py checks the short plan
+    full_env[plan_lines.ENV_FULL_PLAN] = "1"
     if env:
         full_env.update(env)
     proc = subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=full_env, capture_output=True, text=True,

@@ -3,7 +3,9 @@ import json
 import os
 import sys
 
-from replicate import paths
+from snakemake.logging import logger as _snakemake_logger
+
+from replicate import paths, plan_lines
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
@@ -12,6 +14,10 @@ from replicate.validate import SettingError, nearest, parse_text
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+
+# The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
+# rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/plan_lines.py).
+plan_lines.install(_snakemake_logger)
 
 R = paths.under_results  # R(paths.X, ...): the results/ path(s) of replicate/paths.py's names
 
