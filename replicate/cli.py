@@ -44,3 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     except ReplicateError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(interrupted_line(argv), file=sys.stderr)
+        return 130
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """The one line a job prints on Ctrl-C instead of a traceback: where it stopped, how to resume."""
+    from replicate.cli_common import last_logged
+
+    where = last_logged() or "before its first log line"
+    return (f"interrupted (Ctrl-C): python -m replicate {' '.join(argv[:2])} stopped at: {where}; to resume, run "
+            "the same snakemake command again (a training run goes on from its last checkpoint, written at the "
+            "end of every epoch and every checkpoint_minutes)")

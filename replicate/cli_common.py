@@ -39,9 +39,18 @@ def load_spec(text: str, section: str | None = None) -> dict[str, Any]:
     return spec
 
 
+_last_logged = [""]
+
+
 def log(line: str) -> None:
     """One log line, flushed at once (a job's log is read while it runs)."""
     print(line, flush=True)
+    _last_logged[0] = line
+
+
+def last_logged() -> str:
+    """The last line ``log`` wrote in this process ('' if none): where an interrupted job stopped."""
+    return _last_logged[0]
 
 
 def write_csv_with_provenance(path, frame, config: Any, started: str, device: str | None = None,

@@ -18,6 +18,7 @@ from replicate import data, plan_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SMOKE_RESULTS = "results_smoke"  # config/smoke.yaml's results_dir: a smoke run never writes to results/
 
 
 @pytest.fixture(scope="session")
@@ -98,7 +99,7 @@ def workflow_dir(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> Path:
     """ONE end-to-end smoke run of the whole DAG (config/smoke.yaml), shared by all tests that
-    check an experiment's outputs. Returns the workflow folder (results/ inside)."""
+    check an experiment's outputs. Returns the workflow folder (SMOKE_RESULTS inside)."""
     wd = workflow_copy(tmp_path_factory.mktemp("smoke"))
     run_snakemake(["--cores", "2", "all", "--configfile", "config/smoke.yaml"], cwd=wd, timeout=1200)
     return wd

@@ -28,9 +28,9 @@ rule press_wolf_train:
         runtime=lstm_runtime(press_wolf_settings, PW["dataset"]),
         gpu=train_gpus,
     log:
-        "results/logs/press_wolf/{cell}/seed{seed}.log",
+        R("logs/press_wolf/{cell}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/press_wolf/{cell}/seed{seed}.tsv"
+        R("benchmarks/press_wolf/{cell}/seed{seed}.tsv")
     shell:
         "python -m replicate press-wolf train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -50,7 +50,7 @@ rule press_wolf_table:
         protocol=config["protocol"],
         code=code_version("press_wolf.table"),
     log:
-        "results/logs/press_wolf/table_{table}.log",
+        R("logs/press_wolf/table_{table}.log"),
     shell:
         "python -m replicate press-wolf table --name {wildcards.table} --paper {input.paper} "
         "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
@@ -65,7 +65,7 @@ rule press_wolf_speed:
         code=code_version(*PW_BENCH_MODULES),
     threads: 2
     log:
-        "results/logs/press_wolf/speed.log",
+        R("logs/press_wolf/speed.log"),
     shell:
         "python -m replicate press-wolf bench --threads {threads} --sizes small,medium --repeats 3 "
         "--out {output.json} --table {output.table} > {log} 2>&1"

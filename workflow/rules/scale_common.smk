@@ -4,7 +4,7 @@ from replicate.scale.study import (analysis_points, lstm_grid, lstm_overrides, r
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
-SC_ANALYSIS = [run_dir(**p) for p in analysis_points(SC)] if SC["enabled"] else []
+SC_ANALYSIS = [rebased(run_dir(**p)) for p in analysis_points(SC)] if SC["enabled"] else []
 SC_TF = SC["transformer"]
 SC_TF_RUNS = (
     expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"],
