@@ -20,6 +20,7 @@ COMMANDS = {
     "scale": ("replicate.scale.cli", "embedding analysis and the when-does-tying-pay-off scale study"),
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
     "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
+    "costs": ("replicate.costs", "a plan's estimated one-thread CPU hours per experiment (any targets and config)"),
 }
 
 

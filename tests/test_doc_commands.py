@@ -1,5 +1,5 @@
 """Every snakemake command in a bash block of README.md and docs/*.md plans (`-n`) and exits 0, so that
-no documented command rots (issue 40: a recipe with its targets after --configfile failed)."""
+no documented command rots (a recipe with its targets after --configfile once failed)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def test_filter_rewrites_job_records_and_is_installed_once(monkeypatch):
 
 
 def test_default_plan_has_no_line_over_400_characters(workflow_dir):
-    """Issue 40's bar: `snakemake -n all` of the default preset prints no line over 400 characters."""
+    """`snakemake -n all` of the default preset prints no line over 400 characters."""
     proc = run_snakemake(["-n", "all"], cwd=workflow_dir, env={plan_lines.ENV_FULL_PLAN: ""})
     lines = (proc.stdout + proc.stderr).splitlines()
     assert any("--spec <spec sha256" in line for line in lines), "the plan should print the commands"

@@ -29,6 +29,8 @@ rule inan_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_table1_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
         R("logs/inan/table1/{dataset}/{size}_{variant}.log"),
@@ -60,6 +62,8 @@ rule inan_ablation_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
         R("logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.log"),
@@ -90,6 +94,8 @@ rule inan_screen_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_screen_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
         R("logs/inan/screen/{dataset}/{size}_{variant}_{tag}.log"),

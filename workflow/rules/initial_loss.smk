@@ -23,6 +23,7 @@ rule initial_loss_sweep:
     resources:
         mem_mb=sweep_mem_mb(IL),
         runtime=sweep_runtime(IL),
+        one_thread_min=sweep_one_thread_min(IL),
         gpu=train_gpus,
     log:
         R("logs/initial_loss/sweep_d{width}.log"),

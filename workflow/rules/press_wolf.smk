@@ -26,6 +26,7 @@ rule press_wolf_train:
         # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
         mem_mb=lstm_mem_mb(press_wolf_settings, PW["dataset"]),
         runtime=lstm_runtime(press_wolf_settings, PW["dataset"]),
+        one_thread_min=lstm_one_thread_min(press_wolf_settings, PW["dataset"]),
         gpu=train_gpus,
     log:
         R("logs/press_wolf/{cell}/seed{seed}.log"),

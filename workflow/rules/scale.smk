@@ -35,6 +35,7 @@ rule scale_train:
     threads: SC["threads"]
     resources:
         runtime=SC["runtime_minutes"],
+        one_thread_min=lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset),
         gpu=train_gpus,
     log:
         R("logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.log"),
