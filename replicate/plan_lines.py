@@ -20,7 +20,6 @@ import hashlib
 import logging
 import os
 import re
-import shlex
 import textwrap
 
 ENV_FULL_PLAN = "REPLICATE_FULL_PLAN"
@@ -46,7 +45,7 @@ def shorten_command(cmd: str) -> str:
         word = match.group(0)
         if len(word) < SPEC_MIN_CHARS or not word.startswith("'{"):
             return word
-        return spec_placeholder(shlex.split(word)[0])
+        return spec_placeholder(word[1:-1].replace("'\"'\"'", "'"))  # shlex.quote undone
 
     words, run = [], []
     for word in [*_QUOTED.sub(replace, cmd).split(" "), None]:
@@ -104,8 +103,6 @@ class ShortPlanFilter(logging.Filter):
                     setattr(record, key, shorten_files(getattr(record, key)))
             if isinstance(getattr(record, "reason", None), str):
                 record.reason = shorten_reason(record.reason)
-            if isinstance(getattr(record, "shellcmd", None), str):
-                record.shellcmd = shorten_command(record.shellcmd)
         elif event == "shellcmd":
             if isinstance(getattr(record, "shellcmd", None), str):
                 record.shellcmd = shorten_command(record.shellcmd)

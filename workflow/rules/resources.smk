@@ -5,6 +5,8 @@
 # Snakemake's `attempt`, so a job retried after running out of memory or time (profile `retries:`)
 # asks for 2x, 3x, ... of both. Locally (no cluster) `mem_mb`/`runtime` only matter if you pass
 # `--resources mem_mb=...`; `gpu` only if you pass `--resources gpu=N` (see README "Running on a cluster").
+import functools
+import json
 import math
 
 from replicate import resources as _res
@@ -27,9 +29,15 @@ def train_gpus(wildcards):
 
 
 def lstm_estimate_of(settings, dataset, threads):
-    """The resource estimate of training one LSTM with ``settings`` on ``dataset``."""
+    """The resource estimate of training one LSTM with ``settings`` on ``dataset`` (computed once per run:
+    a job's memory, time limit and expected time all read it)."""
+    return _lstm_estimate_cached(json.dumps(settings, sort_keys=True), dataset, int(threads))
+
+
+@functools.lru_cache(maxsize=None)
+def _lstm_estimate_cached(settings_json, dataset, threads):
     shape = _res.corpus_shape(dataset)
-    model, train = _lstm_resolve(settings, shape["vocab"])
+    model, train = _lstm_resolve(json.loads(settings_json), shape["vocab"])
     return _res.lstm_estimate(model, train, shape, DEVICE_KIND, threads)
 
 
