@@ -23,6 +23,7 @@ COMMANDS = {
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
     "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
     "check-config": ("replicate.config_check", "check config files as --configfile reads them (file, line, value)"),
+    "costs": ("replicate.costs", "a plan's estimated one-thread CPU hours per experiment (any targets and config)"),
 }
 
 
@@ -53,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {disk_full(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(interrupted_line(argv), file=sys.stderr)
+        return 130
 
 
 def disk_full(exc: OSError) -> ReplicateError:
@@ -63,3 +67,13 @@ def disk_full(exc: OSError) -> ReplicateError:
                           "replicate/io.py keeps its previous version (a checkpoint, a result), none is truncated",
                           "free space (or raise the quota) and rerun the same command or target: training "
                           "resumes from the last checkpoint")
+
+
+def interrupted_line(argv: list[str]) -> str:
+    """The one line a job prints on Ctrl-C instead of a traceback: where it stopped, how to resume."""
+    from replicate.cli_common import last_logged
+
+    where = last_logged() or "before its first log line"
+    return (f"interrupted (Ctrl-C): python -m replicate {' '.join(argv[:2])} stopped at: {where}; to resume, run "
+            "the same snakemake command again (a training run goes on from its last checkpoint, written at the "
+            "end of every epoch and every checkpoint_minutes)")

@@ -12,11 +12,15 @@ from replicate import provenance
 from replicate.errors import ReplicateError
 
 
+SPEC_SOURCE = ("Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p TARGET; every key, its type and "
+               "range: config/README.md (schemas: workflow/schemas/)")
+
+
 def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True, device: bool = True, run: bool = False,
-                 spec_help: str = "JSON spec (the rule builds it)") -> argparse.ArgumentParser:
+                 spec_help: str = "JSON spec, as the rule builds it") -> argparse.ArgumentParser:
     """``--spec``; ``threads``: ``--threads``; ``device``: ``--device`` and ``--allow-tf32``; ``run``:
     ``--corpus`` and ``--out-dir`` (one training run)."""
-    parser.add_argument("--spec", required=True, help=spec_help)
+    parser.add_argument("--spec", required=True, help=f"{spec_help}. {SPEC_SOURCE}")
     if run:
         parser.add_argument("--corpus", required=True, help="prepared corpus.pt")
         parser.add_argument("--out-dir", required=True)
@@ -39,9 +43,18 @@ def load_spec(text: str, section: str | None = None) -> dict[str, Any]:
     return spec
 
 
+_last_logged = [""]
+
+
 def log(line: str) -> None:
     """One log line, flushed at once (a job's log is read while it runs)."""
     print(line, flush=True)
+    _last_logged[0] = line
+
+
+def last_logged() -> str:
+    """The last line ``log`` wrote in this process ('' if none): where an interrupted job stopped."""
+    return _last_logged[0]
 
 
 def write_csv_with_provenance(path, frame, config: Any, started: str, device: str | None = None,

@@ -6,13 +6,18 @@ experiment owns the file: the publish catalogue (``replicate.publish.catalogue``
 
 from __future__ import annotations
 
-RESULTS = "results"
+RESULTS = "results"  # the default results folder; a preset may name its own (config key results_dir)
+
+
+def under(root: str, *rel: str) -> str | list[str]:
+    """``<root>/<rel>`` for one path, a list of them for several."""
+    out = [f"{root}/{r}" for r in rel]
+    return out[0] if len(out) == 1 else out
 
 
 def under_results(*rel: str) -> str | list[str]:
     """``results/<rel>`` for one path, a list of them for several."""
-    out = [f"{RESULTS}/{r}" for r in rel]
-    return out[0] if len(out) == 1 else out
+    return under(RESULTS, *rel)
 
 
 def png(stem: str) -> str:

@@ -45,6 +45,18 @@ STARTUP_MINUTES = 10  # imports, corpus load, checkpoint writes, node start-up
 MEM_STEP_MB = 256
 RNG_NUMBERS_PER_S_PER_THREAD = 20e6  # streamed transformer init (measured ~55e6 per thread here)
 
+# What a job is *expected* to take (the cost estimates: `python -m replicate costs`, the generated cost
+# table of docs/reproducibility.md), as opposed to the generous time limits above. Measured on this
+# project's machine; a faster or slower machine scales every estimate by the same factor.
+MEASURED_ON = ("the Press & Wolf small engine at about 1,700 training tokens/s on one thread of this project's "
+               "machine (2-core AMD EPYC VM, otherwise idle), 2026-12-05")
+MEASURED_CPU_FLOPS_PER_THREAD = 6 * 2_640_000 * 1_700  # 6 x small's multiply-adds per token x tokens/s: ~27 GFLOP/s
+MEASURED_RNG_NUMBERS_PER_S_PER_THREAD = 55e6
+# The augmented loss (Inan +AL, +REAL) on top of the engine, as a factor on its time: training tokens/s of
+# +AL 1,900-2,400 and +REAL 1,550-1,715 against VD-LSTM / +RE 3,700-4,600 (one thread beside another job,
+# 2026-12-04; docs/reproducibility.md). The engine estimate alone would count +REAL at less than half.
+AUGMENTED_LOSS_SLOWDOWN = {"al": 1.9, "real": 2.5}
+
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
@@ -52,6 +64,7 @@ class Estimate:
     runtime_min: int  # SLURM --time (minutes) for attempt 1
     parameters: int  # distinct parameters (tied matrix once)
     train_flops: float  # model FLOPs of the whole job (training + evaluation)
+    one_thread_hours: float = 0.0  # expected time on one CPU thread at the measured throughput (MEASURED_ON)
 
     def for_attempt(self, attempt: int) -> "Estimate":
         """Retry k gets k times the memory and time of the first attempt."""
@@ -116,6 +129,7 @@ def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "
     else:
         seconds = flops / (CPU_FLOPS_PER_THREAD * max(1, int(threads))) + eval_tokens * CPU_SECONDS_PER_EVAL_TOKEN
     runtime = STARTUP_MINUTES + math.ceil(SAFETY * seconds / 60.0)
+    expected_s = flops / MEASURED_CPU_FLOPS_PER_THREAD + eval_tokens * CPU_SECONDS_PER_EVAL_TOKEN
 
     f32 = 4
     corpus_bytes = 2 * 8 * (shape["train"] + shape["valid"] + shape["test"])
@@ -129,7 +143,7 @@ def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "
         act_bytes = f32 * max(train_act, eval_act)
     mem = BASE_MB[kind] + SAFETY * (corpus_bytes + param_bytes + act_bytes) / 2**20
     return Estimate(mem_mb=_round_up(mem, MEM_STEP_MB), runtime_min=int(runtime), parameters=params,
-                    train_flops=flops)
+                    train_flops=flops, one_thread_hours=expected_s / 3600)
 
 
 def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Estimate:
@@ -150,4 +164,5 @@ def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Est
     seconds = numbers / (RNG_NUMBERS_PER_S_PER_THREAD * max(1, int(threads)))
     runtime = STARTUP_MINUTES + math.ceil(SAFETY * seconds / 60.0)
     return Estimate(mem_mb=_round_up(mem, MEM_STEP_MB), runtime_min=int(runtime),
-                    parameters=2 * n * d + layers * block, train_flops=0.0)
+                    parameters=2 * n * d + layers * block, train_flops=0.0,
+                    one_thread_hours=numbers / MEASURED_RNG_NUMBERS_PER_S_PER_THREAD / 3600)

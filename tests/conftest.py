@@ -14,10 +14,11 @@ from pathlib import Path
 import pooch
 import pytest
 
-from replicate import data
+from replicate import data, plan_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SMOKE_RESULTS = "results_smoke"  # config/smoke.yaml's results_dir: a smoke run never writes to results/
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +62,8 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
         # absolute: Snakemake runs in a temporary copy of the workflow
         full_env[data.ENV_LOCAL_DIR] = str(data_dir())
     full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    # tests read the printed commands whole (printed_specs); tests/test_plan_lines.py checks the short plan
+    full_env[plan_lines.ENV_FULL_PLAN] = "1"
     if env:
         full_env.update(env)
     proc = subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
@@ -96,7 +99,7 @@ def workflow_dir(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> Path:
     """ONE end-to-end smoke run of the whole DAG (config/smoke.yaml), shared by all tests that
-    check an experiment's outputs. Returns the workflow folder (results/ inside)."""
+    check an experiment's outputs. Returns the workflow folder (SMOKE_RESULTS inside)."""
     wd = workflow_copy(tmp_path_factory.mktemp("smoke"))
     run_snakemake(["--cores", "2", "all", "--configfile", "config/smoke.yaml"], cwd=wd, timeout=1200)
     return wd

@@ -7,11 +7,13 @@ import json
 import pandas as pd
 import pytest
 
+from conftest import SMOKE_RESULTS
+
 pytestmark = pytest.mark.slow
 
 
 def test_inan_table1_smoke(smoke_run):
-    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_table1.csv")
+    df = pd.read_csv(smoke_run / SMOKE_RESULTS / "tables" / "inan_table1.csv")
     assert list(df["model"]) == ["VD-LSTM", "+AL", "+RE", "+REAL"]
     assert (df["dataset"] == "ptb").all() and (df["size"] == "small").all()
     assert df["valid_ppl"].gt(1).all() and df["test_ppl"].gt(1).all()
@@ -23,15 +25,15 @@ def test_inan_table1_smoke(smoke_run):
     # RE has fewer parameters (one shared matrix, no output bias)
     params = dict(zip(df["model"], df["params"]))
     assert params["+RE"] < params["VD-LSTM"] and params["+RE"] == params["+REAL"]
-    assert (smoke_run / "results" / "tables" / "inan_table1.csv.provenance.json").is_file()
+    assert (smoke_run / SMOKE_RESULTS / "tables" / "inan_table1.csv.provenance.json").is_file()
     # the cost column: training + per-epoch validation seconds of the run's history, in hours
-    vd = json.loads((smoke_run / "results" / "inan" / "table1" / "ptb" / "small_vd" / "metrics.json").read_text())
+    vd = json.loads((smoke_run / SMOKE_RESULTS / "inan" / "table1" / "ptb" / "small_vd" / "metrics.json").read_text())
     assert df.loc[df.model == "VD-LSTM", "hours"].iloc[0] == pytest.approx(
         sum(r["seconds"] + r["eval_seconds"] for r in vd["history"]) / 3600)
 
 
 def test_inan_ablation_smoke(smoke_run):
-    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_ablation.csv")
+    df = pd.read_csv(smoke_run / SMOKE_RESULTS / "tables" / "inan_ablation.csv")
     assert len(df) == 2 and set(df["gamma"]) == {0.5, 0.8} and set(df["tau"]) == {5.0}
     assert (df["alpha"] == df["gamma"] * df["tau"]).all()
     assert df["valid_ppl"].gt(1).all() and df["best_valid"].sum() >= 1
@@ -40,7 +42,7 @@ def test_inan_ablation_smoke(smoke_run):
 def test_inan_screen_smoke(smoke_run):
     """The screen's table: one row per configured run, each with its own schedule and AL form, and the gain
     over the VD run of the same schedule computed from the rows shown."""
-    df = pd.read_csv(smoke_run / "results" / "tables" / "inan_screen.csv")
+    df = pd.read_csv(smoke_run / SMOKE_RESULTS / "tables" / "inan_screen.csv")
     assert sorted(zip(df["variant"], df["tag"])) == [("al", "interval_grad"), ("vd", "interval"), ("vd", "later")]
     row = df.set_index("tag")
     assert row.loc["later", "schedule"] == "later" and row.loc["interval", "schedule"] == "interval"
@@ -53,12 +55,12 @@ def test_inan_screen_smoke(smoke_run):
     assert best_vd <= vd and row.loc["interval_grad", "best_gain_over_vd"] == pytest.approx(
         best_vd - row.loc["interval_grad", "best_valid_ppl"])
     # lr per epoch: interval halves after epoch 1 (decay_interval 1), later keeps lr 1 for max_epoch = 1 too
-    hist = pd.read_csv(smoke_run / "results" / "inan" / "screen" / "ptb" / "small_vd_interval" / "history.csv")
+    hist = pd.read_csv(smoke_run / SMOKE_RESULTS / "inan" / "screen" / "ptb" / "small_vd_interval" / "history.csv")
     assert hist["lr"].tolist() == [1.0, 0.5]
 
 
 def test_inan_figure1_smoke(smoke_run):
-    res = smoke_run / "results"
+    res = smoke_run / SMOKE_RESULTS
     df = pd.read_csv(res / "tables" / "inan_figure1.csv")
     assert set(df["panel"]) == {"a", "b"}
     assert df["distance_mean"].between(0, 1).all()

@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import SMOKE_RESULTS
+
 pytestmark = pytest.mark.slow
 
 
 def check_initial_loss_outputs(root: Path) -> None:
     """Assertions on one finished run folder (also usable on a manual run)."""
     cfg = yaml.safe_load((root / "config" / "smoke.yaml").read_text())["initial_loss"]
-    res = root / "results"
+    res = root / SMOKE_RESULTS
     tidy = pd.read_csv(res / "initial_loss" / "initial_loss.csv", dtype={"std": str})
     n_trunks = sum(math.prod(len(v) for v in t.values()) for t in cfg["trunks"])
     assert len(tidy) == len(cfg["widths"]) * len(cfg["seeds"]) * n_trunks * 6   # 6 default heads

@@ -7,12 +7,14 @@ import json
 
 import pytest
 
+from conftest import SMOKE_RESULTS
+
 CELLS = ["small", "small_wt", "small_pr", "small_wt_pr"]
 
 
 @pytest.mark.slow
 def test_smoke_table6_csv(smoke_run):
-    path = smoke_run / "results" / "tables" / "press_wolf_table6.csv"
+    path = smoke_run / SMOKE_RESULTS / "tables" / "press_wolf_table6.csv"
     rows = list(csv.DictReader(open(path)))
     assert [r["cell"] for r in rows] == CELLS
     for row in rows:
@@ -29,7 +31,7 @@ def test_smoke_table6_csv(smoke_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("cell", CELLS)
 def test_smoke_run_outputs(smoke_run, cell):
-    run = smoke_run / "results" / "press_wolf" / cell / "seed1"
+    run = smoke_run / SMOKE_RESULTS / "press_wolf" / cell / "seed1"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["run"] == f"{cell}/seed1" and metrics["epochs_completed"] == 2
     assert metrics["provenance"]["config"]["protocol"] == "smoke"
@@ -38,4 +40,4 @@ def test_smoke_run_outputs(smoke_run, cell):
     assert [int(r["epoch"]) for r in history] == [1, 2]
     assert {"lr", "train_ppl", "valid_ppl", "seconds", "tokens_per_s"} <= set(history[0])
     assert (run / "checkpoint.pt").is_file()
-    assert (smoke_run / "results" / "logs" / "press_wolf" / cell / "seed1.log").read_text().count("tok/s") >= 2
+    assert (smoke_run / SMOKE_RESULTS / "logs" / "press_wolf" / cell / "seed1.log").read_text().count("tok/s") >= 2

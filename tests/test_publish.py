@@ -20,6 +20,8 @@ import pytest
 
 from replicate import cli, provenance
 
+from conftest import SMOKE_RESULTS
+
 pytestmark = pytest.mark.slow
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +47,7 @@ def manifest(base: Path) -> dict:
 
 def results_copy(smoke_run: Path, dest: Path) -> Path:
     """An editable copy of the smoke results (no corpora, logs or checkpoints)."""
-    shutil.copytree(smoke_run / "results", dest, ignore=shutil.ignore_patterns("data", "logs", "*.pt"))
+    shutil.copytree(smoke_run / SMOKE_RESULTS, dest, ignore=shutil.ignore_patterns("data", "logs", "*.pt"))
     return dest
 
 
@@ -69,13 +71,13 @@ def new_base(tmp_path: Path, bundle_from: Path | None = None) -> Path:
 def published(smoke_run, tmp_path_factory) -> Path:
     """The smoke run published into an empty bundle; returns the folder holding paper/measured and README.md."""
     base = new_base(tmp_path_factory.mktemp("publish"))
-    rc, out = publish(base, "--results", str(smoke_run / "results"))
+    rc, out = publish(base, "--results", str(smoke_run / SMOKE_RESULTS))
     assert rc == 0, out
     return base
 
 
 def test_bundle_holds_the_small_outputs_only(published, smoke_run):
-    results, bundle = smoke_run / "results", published / BUNDLE
+    results, bundle = smoke_run / SMOKE_RESULTS, published / BUNDLE
     files = files_of(bundle)
     assert not [f for f in files if f.endswith(".pt") or "checkpoint" in f or f.startswith(("data/", "logs/"))]
     assert sum((bundle / f).stat().st_size for f in files) <= LIMIT
@@ -238,7 +240,7 @@ def test_replace_runs_swaps_one_run_kind_and_keeps_the_experiments_others(publis
     # the other kinds are still checked against the bundle
     for path in results.glob("inan/table1/*/*/metrics.json"):
         edit_json(path, lambda r: r.update(code_version="b" * 16))
-    shutil.copytree(smoke_run / "results/inan/screen", results / "inan/screen", ignore=shutil.ignore_patterns("*.pt"))
+    shutil.copytree(smoke_run / SMOKE_RESULTS / "inan/screen", results / "inan/screen", ignore=shutil.ignore_patterns("*.pt"))
     for path in results.glob("inan/screen/*/*/metrics.json"):
         edit_json(path, lambda r: r.update(code_version="c" * 16))
     rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1")

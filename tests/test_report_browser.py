@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, SMOKE_RESULTS
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -308,7 +308,7 @@ def test_tables_fit_1280_on_results_as_wide_as_the_default_run(tmp_path):
 @pytest.mark.slow
 @pytest.mark.browser
 def test_report_in_headless_chromium(smoke_run):
-    html = smoke_run / "results/report/index.html"
+    html = smoke_run / SMOKE_RESULTS / "report/index.html"
     state = open_in_chromium(html, ARTIFACTS / "report.png")
     assert state["images"], "the smoke report shows no figure"
     broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO_ROOT, run_snakemake
+from conftest import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate.report.build import build
 from replicate.report import labels
 from replicate.report.claims import CLAIMS
@@ -507,7 +507,7 @@ def test_template_directive_typo_is_an_error(tmp_path):
 # ------------------------------------------------------------------------------------ smoke run
 @pytest.mark.slow
 def test_smoke_report_sections_figures_numbers(smoke_run):
-    res = smoke_run / "results"
+    res = smoke_run / SMOKE_RESULTS
     html = (res / "report/index.html").read_text()
     md = (res / "report/report.md").read_text()
     doc = parse(html)
@@ -543,8 +543,8 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
 
 @pytest.mark.slow
 def test_snakemake_report_zip(smoke_run):
-    out = smoke_run / "results/report/snakemake.zip"
-    run_snakemake(["--report", "results/report/snakemake.zip", "--configfile", "config/smoke.yaml"],
+    out = smoke_run / SMOKE_RESULTS / "report/snakemake.zip"
+    run_snakemake(["--report", f"{SMOKE_RESULTS}/report/snakemake.zip", "--configfile", "config/smoke.yaml"],
                   cwd=smoke_run, timeout=300)
     with zipfile.ZipFile(out) as z:
         names = z.namelist()

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, run_snakemake
+from conftest import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate import resources as res
 from replicate.lstm.config import resolve
 from replicate.press_wolf.cells import CELLS, cell_settings
@@ -147,7 +147,7 @@ def test_dry_run_through_slurm_profile_asks_gpu_and_size_estimates(workflow_dir)
 @pytest.mark.slow
 def test_corpus_shapes_match_prepared_corpora(smoke_run):
     for dataset, shape in res.CORPUS_SHAPES.items():
-        stats = json.loads((smoke_run / f"results/data/{dataset}/stats.json").read_text())
+        stats = json.loads((smoke_run / SMOKE_RESULTS / f"data/{dataset}/stats.json").read_text())
         assert stats["vocab_size"] == shape["vocab"]
         assert {s: stats["tokens"][s] for s in ("train", "valid", "test")} == {
             s: shape[s] for s in ("train", "valid", "test")}

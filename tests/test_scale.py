@@ -11,6 +11,8 @@ import pytest
 from replicate.scale import study
 from replicate.scale import transformer as tt
 
+from conftest import SMOKE_RESULTS
+
 CFG = {
     "data": {"hidden": 200, "pcts": [10, 100], "wikitext2_pcts": [100], "seeds": [1, 2]},
     "model": {"pct": 100, "hiddens": [200, 400], "seeds": [1]},
@@ -203,7 +205,7 @@ def test_transformer_train_tiny(tmp_path):
 # ----------------------------------------------------------------------------- smoke outputs
 @pytest.mark.slow
 def test_smoke_scale_outputs(smoke_run):
-    res = smoke_run / "results"
+    res = smoke_run / SMOKE_RESULTS
     data = pd.read_csv(res / "tables" / "scale_data.csv")
     for col in ("train_tokens", "gain", "rel_gain", "protocol", "seed"):
         assert col in data.columns
@@ -220,7 +222,7 @@ def test_smoke_scale_outputs(smoke_run):
 
 @pytest.mark.slow
 def test_smoke_embedding_analysis_outputs(smoke_run):
-    res = smoke_run / "results"
+    res = smoke_run / SMOKE_RESULTS
     upd = pd.read_csv(res / "scale" / "update_frequency.csv")
     # Press & Wolf's argument, measured even in the smoke run: untied input rows move only when the
     # word is an input; output and tied rows move at every step.

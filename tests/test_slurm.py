@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
+from conftest import REPO_ROOT, SMOKE_RESULTS, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
 from replicate import compare
 
 pytestmark = pytest.mark.slurm
@@ -72,9 +72,9 @@ def _smoke_subset() -> tuple[list[str], str, int, dict]:
     pw = smoke["press_wolf"]
     cell, seed = pw["cells"][0], pw.get("seeds", [1])[0]
     targets = [
-        f"results/data/{pw.get('dataset', 'ptb')}/stats.json",
-        f"results/press_wolf/{cell}/seed{seed}/metrics.json",
-        "results/tables/initial_loss_summary.csv",
+        f"{SMOKE_RESULTS}/data/{pw.get('dataset', 'ptb')}/stats.json",
+        f"{SMOKE_RESULTS}/press_wolf/{cell}/seed{seed}/metrics.json",
+        f"{SMOKE_RESULTS}/tables/initial_loss_summary.csv",
     ]
     overrides = {"initial_loss": {"widths": smoke["initial_loss"]["widths"][:1]}}
     return targets, cell, seed, overrides
@@ -134,14 +134,14 @@ def _compare_results(slurm_dir: Path, local_dir: Path) -> list[str]:
     """Compare every JSON and CSV result of the SLURM run with the local run's (replicate.compare: timings
     and provenance aside); returns what was compared."""
     compared = []
-    for rel in sorted(compare.files(slurm_dir / "results")):
+    for rel in sorted(compare.files(slurm_dir / SMOKE_RESULTS)):
         if not rel.endswith((".json", ".csv")):
             continue
-        path, other = slurm_dir / "results" / rel, local_dir / "results" / rel
-        assert other.is_file(), f"results/{rel} exists in the SLURM run but not in the local run"
+        path, other = slurm_dir / SMOKE_RESULTS / rel, local_dir / SMOKE_RESULTS / rel
+        assert other.is_file(), f"{SMOKE_RESULTS}/{rel} exists in the SLURM run but not in the local run"
         why = compare.difference(path, other)
-        assert why is None, f"results/{rel} differs between SLURM and local run: {why}"
-        compared.append(f"results/{rel}")
+        assert why is None, f"{SMOKE_RESULTS}/{rel} differs between SLURM and local run: {why}"
+        compared.append(f"{SMOKE_RESULTS}/{rel}")
     return compared
 
 
@@ -197,7 +197,7 @@ def test_smoke_subset_through_slurm_equals_local_run(local_slurm, tmp_path):
     compared = _compare_results(wd, local)
     for target in targets:
         assert target in compared, f"{target} not compared ({compared})"
-    a, b = load_corpus(wd / f"results/data/{dataset}/corpus.pt"), load_corpus(local / f"results/data/{dataset}/corpus.pt")
+    a, b = load_corpus(wd / SMOKE_RESULTS / f"data/{dataset}/corpus.pt"), load_corpus(local / SMOKE_RESULTS / f"data/{dataset}/corpus.pt")
     assert a.vocab == b.vocab
     for split in ("train", "valid", "test"):
         assert getattr(a, split).equal(getattr(b, split)), split

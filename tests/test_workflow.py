@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import REPO_ROOT, printed_specs, run_snakemake
+from conftest import REPO_ROOT, SMOKE_RESULTS, printed_specs, run_snakemake
 
 # Lints we keep on purpose (justified in docs/reproducibility.md, "Lints we accept"). Anything else fails the test.
 ACCEPTED_LINTS = {"Specify a conda environment or container for each rule."}
@@ -214,21 +214,21 @@ def test_valid_values_in_paths_are_planned(workflow_dir):
 def test_missing_local_data_names_fix(workflow_dir, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_snakemake(["--cores", "1", "results/data/ptb/stats.json", "--configfile", "config/smoke.yaml"],
+    proc = run_snakemake(["--cores", "1", f"{SMOKE_RESULTS}/data/ptb/stats.json", "--configfile", "config/smoke.yaml"],
                          cwd=workflow_dir, env={"REPLICATE_DATA_DIR": str(empty)}, check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "local data file missing" in out and "ptb.train.txt" in out and "REPLICATE_DATA_DIR" in out
-    assert not (workflow_dir / "results/data/raw/ptb").exists(), "failed fetch must not leave an output"
+    assert not (workflow_dir / SMOKE_RESULTS / "data/raw/ptb").exists(), "failed fetch must not leave an output"
 
 
 @pytest.mark.slow
 def test_smoke_data_stage(smoke_run):
-    stats = json.loads((smoke_run / "results/data/ptb/stats.json").read_text())
+    stats = json.loads((smoke_run / SMOKE_RESULTS / "data/ptb/stats.json").read_text())
     assert stats["tokens"]["train"] == 929_589
     assert stats["provenance"]["config"] == {"dataset": "ptb"}
     assert "git" in stats["provenance"] and "packages" in stats["provenance"]
-    summary = (smoke_run / "results/data/summary.md").read_text()
+    summary = (smoke_run / SMOKE_RESULTS / "data/summary.md").read_text()
     assert "| ptb | 10,000 | 929,589 |" in summary and "| wikitext2 | 33,278 |" in summary
 
 

@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train (or resume) one run; writes metrics.json, history.csv")
-    add_job_args(p, run=True, spec_help='JSON: {"name", "settings": {"size", ...}, "config"}')
+    add_job_args(p, run=True, spec_help='JSON: {"name": "small_wt/seed1", "settings": {"size": "small", '
+              '"tying": "tied", ... any key of the lstm section}, "config": the config slice kept as provenance}')
     p.set_defaults(func=_train)
 
     p = sub.add_parser("table", help="our perplexities beside the paper's")

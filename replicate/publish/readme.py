@@ -39,12 +39,16 @@ class View:
     values: tuple[str, ...]
     rows: Callable[[pd.DataFrame], pd.DataFrame] = _all
     percent: tuple[str, ...] = ()   # ratios and shares, shown as %
+    note: str = ""                  # one line under the table: what a reader cannot tell from its rows
 
 
 VIEWS = {
     "press_wolf": (View("tables/press_wolf_table*.csv", ("cell",),
                         ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
-                         "test_paper")),
+                         "test_paper"),
+                   note="A cell with `@` is an ablation, not a paper row: `small_wt_pr@pr_form=squared@epochs=4` "
+                        "reads the paper's PR sentence literally (a ~40x stronger penalty), and that model does not "
+                        "learn ([press_wolf.md](docs/press_wolf.md#findings))."),
                    View("tables/press_wolf_speed.csv", ("size", "clock"),
                         ("threads", "load_1min_start", "load_1min_end", "idle", "ours_tok_s", "plain_tok_s", "ratio"),
                         percent=("ratio",))),
@@ -54,7 +58,10 @@ VIEWS = {
              View("tables/inan_ablation.csv", ("dataset", "size", "model", "tau", "alpha", "gamma"),
                   ("valid_ppl", "test_ppl")),
              View("tables/inan_screen.csv", ("model", "tag"),
-                  ("best_valid_ppl", "best_gain_over_vd", "valid_ppl", "gain_over_vd")),
+                  ("best_valid_ppl", "best_gain_over_vd", "valid_ppl", "gain_over_vd"),
+                  note="A short-scale screen: a run trains on 10 % of PTB unless its tag ends in `_full`, so its "
+                       "perplexities rank variants within one budget and are not Table 1 numbers "
+                       "([inan.md](docs/inan.md#short-scale-screen))."),
              View("tables/inan_figure1.csv", ("panel", "tau", "beta"),
                   ("n_seeds", "distance_mean", "paper_distance_approx"))),
     "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),
@@ -108,6 +115,8 @@ def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
     for path, view in tables:
         lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "",
                   *_table(pd.read_csv(path, dtype={"std": str}), view), ""]
+        if view.note:
+            lines += [view.note, ""]
     if not tables:
         lines += ["No final table published yet.", ""]
     return lines

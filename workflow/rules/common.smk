@@ -3,7 +3,9 @@ import json
 import os
 import sys
 
-from replicate import paths
+from snakemake.logging import logger as _snakemake_logger
+
+from replicate import paths, plan_lines, progress
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
@@ -14,7 +16,29 @@ from replicate.validate import SettingError, nearest, parse_text
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
-R = paths.under_results  # R(paths.X, ...): the results/ path(s) of replicate/paths.py's names
+# The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
+# rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/plan_lines.py).
+plan_lines.install(_snakemake_logger)
+
+# The results folder of this config: results/ unless the preset names another (the smoke preset writes
+# to results_smoke/, so that it never meets a real run's files, metadata or report).
+RESULTS_DIR = config["results_dir"]
+
+
+def R(*rel):
+    """R(paths.X, ...): the path(s) of replicate/paths.py's names under this config's results folder."""
+    return paths.under(RESULTS_DIR, *rel)
+
+
+onstart:
+    # One progress line per running training job on the console, read from the jobs' logs (at most one
+    # per job per REPLICATE_PROGRESS_SECONDS, default 60; 0 turns it off; replicate/progress.py).
+    progress.start(R("logs"), _snakemake_logger.info)
+
+
+def rebased(path):
+    """A path a library function built under results/ (paths.under_results), under RESULTS_DIR instead."""
+    return R(os.path.relpath(path, paths.RESULTS))
 
 
 def experiment_targets():

@@ -15,7 +15,7 @@ rule fetch_data:
         timeout=config["data"]["download_timeout"],
         code=code_version("data"),
     log:
-        "results/logs/data/fetch_{dataset}.log",
+        R("logs/data/fetch_{dataset}.log"),
     shell:
         "python -m replicate data fetch --dataset {wildcards.dataset} --out {output} "
         "--local-dir={params.local_dir:q} --timeout {params.timeout} 2>&1 | tee {log}"
@@ -30,7 +30,7 @@ rule prepare_data:
     params:
         code=code_version("data"),
     log:
-        "results/logs/data/prepare_{dataset}.log",
+        R("logs/data/prepare_{dataset}.log"),
     shell:
         "python -m replicate data prepare --dataset {wildcards.dataset} --raw {input} "
         "--corpus {output.corpus} --stats {output.stats} 2>&1 | tee {log}"
@@ -44,6 +44,6 @@ rule data_summary:
     params:
         code=code_version("data"),
     log:
-        "results/logs/data/summary.log",
+        R("logs/data/summary.log"),
     shell:
         "python -m replicate data summary --out {output} {input} 2>&1 | tee {log}"

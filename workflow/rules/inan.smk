@@ -29,11 +29,13 @@ rule inan_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_table1_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
-        "results/logs/inan/table1/{dataset}/{size}_{variant}.log",
+        R("logs/inan/table1/{dataset}/{size}_{variant}.log"),
     benchmark:
-        "results/benchmarks/inan/table1/{dataset}/{size}_{variant}.tsv"
+        R("benchmarks/inan/table1/{dataset}/{size}_{variant}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -60,11 +62,13 @@ rule inan_ablation_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
-        "results/logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.log",
+        R("logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.log"),
     benchmark:
-        "results/benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.tsv"
+        R("benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -90,11 +94,13 @@ rule inan_screen_train:
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
         runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
+        one_thread_min=lstm_one_thread_min(_engine_settings(inan_screen_spec), lambda wc: wc.dataset,
+                                           augmented_loss_slowdown),
         gpu=train_gpus,
     log:
-        "results/logs/inan/screen/{dataset}/{size}_{variant}_{tag}.log",
+        R("logs/inan/screen/{dataset}/{size}_{variant}_{tag}.log"),
     benchmark:
-        "results/benchmarks/inan/screen/{dataset}/{size}_{variant}_{tag}.tsv"
+        R("benchmarks/inan/screen/{dataset}/{size}_{variant}_{tag}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -111,7 +117,7 @@ rule inan_screen_table:
         protocol=config["protocol"],
         code=code_version("inan"),
     log:
-        "results/logs/inan/screen.log",
+        R("logs/inan/screen.log"),
     shell:
         "python -m replicate inan screen-table --spec {params.spec:q} --protocol {params.protocol} "
         "--out {output} {input} > {log} 2>&1"
@@ -129,7 +135,7 @@ rule inan_table1:
         protocol=config["protocol"],
         code=code_version("inan"),
     log:
-        "results/logs/inan/table1.log",
+        R("logs/inan/table1.log"),
     shell:
         "python -m replicate inan table1 --spec {params.spec:q} --protocol {params.protocol} "
         "--paper {input.paper} --out {output} {input.metrics} > {log} 2>&1"
@@ -146,7 +152,7 @@ rule inan_ablation_table:
         protocol=config["protocol"],
         code=code_version("inan"),
     log:
-        "results/logs/inan/ablation.log",
+        R("logs/inan/ablation.log"),
     shell:
         "python -m replicate inan ablation-table --spec {params.spec:q} --protocol {params.protocol} "
         "--out {output} {input} > {log} 2>&1"
@@ -172,9 +178,9 @@ rule inan_subspace_point:
     resources:
         gpu=train_gpus,
     log:
-        "results/logs/inan/subspace/{reading}/tau{tau}_beta{beta}.log",
+        R("logs/inan/subspace/{reading}/tau{tau}_beta{beta}.log"),
     benchmark:
-        "results/benchmarks/inan/subspace/{reading}/tau{tau}_beta{beta}.tsv"
+        R("benchmarks/inan/subspace/{reading}/tau{tau}_beta{beta}.tsv")
     shell:
         "python -m replicate inan subspace --spec {params.spec:q} --corpus {input.corpus} --out {output} "
         "--work-dir {params.work_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -198,7 +204,7 @@ rule inan_figure1:
         stem=subpath(output.png, strip_suffix=".png"),
         code=code_version("inan", "plotting"),
     log:
-        "results/logs/inan/figure1.log",
+        R("logs/inan/figure1.log"),
     shell:
         "python -m replicate inan figure1 --spec {params.spec:q} --protocol {params.protocol} "
         "--paper {input.paper} --out {output.table} --out-runs {output.runs} --out-epochs {output.epochs} --figure {params.stem:q} "
@@ -217,7 +223,7 @@ rule inan_subspace_readings:
         protocol=config["protocol"],
         code=code_version("inan"),
     log:
-        "results/logs/inan/subspace_readings.log",
+        R("logs/inan/subspace_readings.log"),
     shell:
         "python -m replicate inan readings-table --spec {params.spec:q} --protocol {params.protocol} "
         "--paper {input.paper} --out {output} {input.points} > {log} 2>&1"

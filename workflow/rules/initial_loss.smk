@@ -23,11 +23,12 @@ rule initial_loss_sweep:
     resources:
         mem_mb=sweep_mem_mb(IL),
         runtime=sweep_runtime(IL),
+        one_thread_min=sweep_one_thread_min(IL),
         gpu=train_gpus,
     log:
-        "results/logs/initial_loss/sweep_d{width}.log",
+        R("logs/initial_loss/sweep_d{width}.log"),
     benchmark:
-        "results/benchmarks/initial_loss/sweep_d{width}.tsv"
+        R("benchmarks/initial_loss/sweep_d{width}.tsv")
     shell:
         "python -m replicate initial-loss sweep --width {wildcards.width} --spec {params.spec:q} "
         "--threads {threads} --out {output.csv} > {log} 2>&1"
@@ -50,7 +51,7 @@ rule initial_loss_tables:
         spec=spec_json(run_config("initial_loss")),
         code=code_version("initial_loss"),
     log:
-        "results/logs/initial_loss/tables.log",
+        R("logs/initial_loss/tables.log"),
     shell:
         "python -m replicate initial-loss tables --spec {params.spec:q} --families {input.families} "
         "--tidy {output.tidy} --summary {output.summary} --theory {output.theory} "
@@ -75,7 +76,7 @@ rule initial_loss_figures:
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
         code=code_version("initial_loss", "plotting"),
     log:
-        "results/logs/initial_loss/figures.log",
+        R("logs/initial_loss/figures.log"),
     shell:
         "python -m replicate initial-loss figures --summary {input.summary} --families {input.families} "
         "--out-dir {params.out_dir} > {log} 2>&1"
@@ -93,9 +94,9 @@ rule initial_loss_memory:
         code=code_version("llama", "initial_loss.sweep", "initial_loss.cli", "devices"),
     threads: 2
     log:
-        "results/logs/initial_loss/memory.log",
+        R("logs/initial_loss/memory.log"),
     benchmark:
-        "results/benchmarks/initial_loss/memory.tsv"
+        R("benchmarks/initial_loss/memory.tsv")
     shell:
         "python -m replicate initial-loss memory --spec {params.spec:q} --threads {threads} "
         "--out {output} > {log} 2>&1"

@@ -26,11 +26,12 @@ rule press_wolf_train:
         # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
         mem_mb=lstm_mem_mb(press_wolf_settings, PW["dataset"]),
         runtime=lstm_runtime(press_wolf_settings, PW["dataset"]),
+        one_thread_min=lstm_one_thread_min(press_wolf_settings, PW["dataset"]),
         gpu=train_gpus,
     log:
-        "results/logs/press_wolf/{cell}/seed{seed}.log",
+        R("logs/press_wolf/{cell}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/press_wolf/{cell}/seed{seed}.tsv"
+        R("benchmarks/press_wolf/{cell}/seed{seed}.tsv")
     shell:
         "python -m replicate press-wolf train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -50,7 +51,7 @@ rule press_wolf_table:
         protocol=config["protocol"],
         code=code_version("press_wolf.table"),
     log:
-        "results/logs/press_wolf/table_{table}.log",
+        R("logs/press_wolf/table_{table}.log"),
     shell:
         "python -m replicate press-wolf table --name {wildcards.table} --paper {input.paper} "
         "--protocol {params.protocol} --out {output} {input.metrics} > {log} 2>&1"
@@ -66,7 +67,7 @@ rule press_wolf_speed:
         cells="small,medium,bd,inan_vd,inan_al,inan_re,inan_real",
     threads: 2
     log:
-        "results/logs/press_wolf/speed.log",
+        R("logs/press_wolf/speed.log"),
     shell:
         "python -m replicate press-wolf bench --threads {threads} --cells {params.cells} --repeats 3 "
         "--out {output.json} --table {output.table} > {log} 2>&1"

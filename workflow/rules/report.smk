@@ -39,7 +39,7 @@ rule report_learning_curves:
         stem=subpath(output[0], strip_suffix=".png"),
         code=code_version("report", "plotting"),
     log:
-        "results/logs/report/learning_curves.log",
+        R("logs/report/learning_curves.log"),
     shell:
         "python -m replicate report learning-curves --out-stem {params.stem:q} --paper {input.paper:q} "
         "{input.histories} > {log} 2>&1"
@@ -68,7 +68,7 @@ rule report:
         results=subpath(output.md, ancestor=2),
         code=code_version("report", "plotting"),
     log:
-        "results/logs/report/report.log",
+        R("logs/report/report.log"),
     shell:
         "python -m replicate report build --results {params.results} --template {input.template:q} "
         "--md {output.md} --html {output.html} --captions workflow/report --spec {params.spec:q} > {log} 2>&1"

@@ -1,9 +1,14 @@
 # Cluster resources of the heavy rules (memory, time limit, GPUs), estimated from the model size by
-# replicate/resources.py. The experiment rule files use these as `resources` values; a profile's
+# replicate/resources.py, and `one_thread_min`, the expected one-thread minutes at measured throughput
+# that `python -m replicate costs` adds up (no scheduler reads it). The experiment rule files use these as `resources` values; a profile's
 # `set-resources` (e.g. profiles/slurm/config.yaml) wins over them. Every estimate scales with
 # Snakemake's `attempt`, so a job retried after running out of memory or time (profile `retries:`)
 # asks for 2x, 3x, ... of both. Locally (no cluster) `mem_mb`/`runtime` only matter if you pass
 # `--resources mem_mb=...`; `gpu` only if you pass `--resources gpu=N` (see README "Running on a cluster").
+import functools
+import json
+import math
+
 from replicate import resources as _res
 from replicate.lstm.config import resolve as _lstm_resolve
 from replicate.validate import check_memory
@@ -24,9 +29,15 @@ def train_gpus(wildcards):
 
 
 def lstm_estimate_of(settings, dataset, threads):
-    """The resource estimate of training one LSTM with ``settings`` on ``dataset``."""
+    """The resource estimate of training one LSTM with ``settings`` on ``dataset`` (computed once per run:
+    a job's memory, time limit and expected time all read it)."""
+    return _lstm_estimate_cached(json.dumps(settings, sort_keys=True), dataset, int(threads))
+
+
+@functools.lru_cache(maxsize=None)
+def _lstm_estimate_cached(settings_json, dataset, threads):
     shape = _res.corpus_shape(dataset)
-    model, train = _lstm_resolve(settings, shape["vocab"])
+    model, train = _lstm_resolve(json.loads(settings_json), shape["vocab"])
     return _res.lstm_estimate(model, train, shape, DEVICE_KIND, threads)
 
 
@@ -60,6 +71,23 @@ def lstm_runtime(settings_of, dataset):
     return runtime
 
 
+def lstm_one_thread_min(settings_of, dataset, slowdown=None):
+    """`one_thread_min` of a rule that trains one LSTM: its expected minutes on one CPU thread at the measured
+    throughput (resources.MEASURED_ON), times ``slowdown(wildcards)`` if given. Not a limit: what
+    `python -m replicate costs` adds up."""
+
+    def one_thread_min(wildcards):
+        factor = slowdown(wildcards) if slowdown else 1.0
+        return math.ceil(60 * factor * _lstm(settings_of, dataset, wildcards, 1).one_thread_hours)
+
+    return one_thread_min
+
+
+def augmented_loss_slowdown(wildcards):
+    """The Inan variant's measured time factor over the engine alone (+AL, +REAL; 1 for VD-LSTM and +RE)."""
+    return _res.AUGMENTED_LOSS_SLOWDOWN.get(wildcards.variant, 1.0)
+
+
 def check_sweep_memory(section, width, where):
     """Refuse an initial-loss sweep point whose estimated memory is over max_job_memory_gib."""
     check_memory(_res.sweep_estimate(section, width).mem_mb, config["max_job_memory_gib"], where=where,
@@ -73,6 +101,15 @@ def sweep_mem_mb(section):
         return _res.sweep_estimate(section, int(wildcards.width), threads).for_attempt(attempt).mem_mb
 
     return mem_mb
+
+
+def sweep_one_thread_min(section):
+    """`one_thread_min` of the initial-loss sweep job of width {width} (expected, not a limit)."""
+
+    def one_thread_min(wildcards):
+        return math.ceil(60 * _res.sweep_estimate(section, int(wildcards.width)).one_thread_hours)
+
+    return one_thread_min
 
 
 def sweep_runtime(section):

@@ -35,11 +35,12 @@ rule scale_train:
     threads: SC["threads"]
     resources:
         runtime=SC["runtime_minutes"],
+        one_thread_min=lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset),
         gpu=train_gpus,
     log:
-        "results/logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.log",
+        R("logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.tsv"
+        R("benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.tsv")
     shell:
         "python -m replicate scale train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
@@ -47,7 +48,7 @@ rule scale_train:
 
 rule scale_table:
     input:
-        [f"{run_dir(**p)}/summary.json" for p in SC_GRID],
+        [f"{rebased(run_dir(**p))}/summary.json" for p in SC_GRID],
     output:
         runs=R(paths.SCALE_RUNS),
         by_seed=R(paths.SCALE_BY_SEED),
@@ -65,7 +66,7 @@ rule scale_table:
         figures=subpath(output.fig_data, parent=True),
         code=code_version("scale.study", "scale.figures", "scale.cli", "plotting"),
     log:
-        "results/logs/scale/table.log",
+        R("logs/scale/table.log"),
     shell:
         "python -m replicate scale table --spec {params.spec:q} --out-runs {output.runs} "
         "--out-by-seed {output.by_seed} --out-gain {output.gain} --out-data {output.data} "
@@ -95,7 +96,7 @@ rule scale_embeddings:
         figures=subpath(output.fig_updates, parent=True),
         code=code_version("scale.embeddings", "scale.figures", "scale.cli", "plotting"),
     log:
-        "results/logs/scale/embeddings.log",
+        R("logs/scale/embeddings.log"),
     shell:
         "python -m replicate scale embeddings --spec {params.spec:q} --corpus {input.corpus} "
         "--out-updates {output.updates} --out-similarity {output.similarity} "
@@ -124,9 +125,9 @@ rule scale_transformer:
         runtime=SC["runtime_minutes"],
         gpu=train_gpus,
     log:
-        "results/logs/scale/transformer/{variant}_std{std}/seed{seed}.log",
+        R("logs/scale/transformer/{variant}_std{std}/seed{seed}.log"),
     benchmark:
-        "results/benchmarks/scale/transformer/{variant}_std{std}/seed{seed}.tsv"
+        R("benchmarks/scale/transformer/{variant}_std{std}/seed{seed}.tsv")
     shell:
         "python -m replicate scale transformer --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} > {log:q} 2>&1"
@@ -148,7 +149,7 @@ rule scale_transformer_summary:
         figures=subpath(output.fig, parent=True),
         code=code_version("scale.figures", "scale.cli", "plotting"),
     log:
-        "results/logs/scale/transformer_summary.log",
+        R("logs/scale/transformer_summary.log"),
     shell:
         "python -m replicate scale transformer-summary --spec {params.spec:q} --out-table {output.table} "
         "--out-curves {output.curves} --figures-dir {params.figures} {params.runs} > {log} 2>&1"

@@ -4,7 +4,7 @@ from replicate.scale.study import (analysis_points, lstm_grid, lstm_overrides, r
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
-SC_ANALYSIS = [run_dir(**p) for p in analysis_points(SC)] if SC["enabled"] else []
+SC_ANALYSIS = [rebased(run_dir(**p)) for p in analysis_points(SC)] if SC["enabled"] else []
 SC_TF = SC["transformer"]
 SC_TF_RUNS = (
     expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"],
@@ -19,11 +19,17 @@ def scale_train_check(wc):
     """Plan-time check of one LSTM run: data percentage and hidden size of its path in range, its memory."""
     where = f"scale run {wc.dataset}/p{wc.pct}_h{wc.hidden}_{wc.variant}/seed{wc.seed}"
     fix = "ask for e.g. results/scale/runs/ptb/p25_h400_tied/seed1/summary.json, or change the scale section"
-    pct = check_wildcard(wc, "pct", "scale.schema.yaml#/properties/model/properties/pct", where, fix)
-    hidden = check_wildcard(wc, "hidden", "scale.schema.yaml#/properties/model/properties/hiddens/items", where, fix)
+    check_wildcard(wc, "pct", "scale.schema.yaml#/properties/model/properties/pct", where, fix)
+    check_wildcard(wc, "hidden", "scale.schema.yaml#/properties/model/properties/hiddens/items", where, fix)
+    check_lstm_memory(scale_train_settings(wc), wc.dataset, SC["threads"], where)
+
+
+def scale_train_settings(wc):
+    """The engine settings of one LSTM run of the grid (its wildcards), for the estimates."""
+    pct = int(wc.pct)
     lstm = {"size": SC["lstm"]["size"], "overrides": lstm_overrides(SC["lstm"], pct)}
     tokens = train_tokens_for(corpus_shape(wc.dataset)["train"], pct)
-    check_lstm_memory(run_settings(lstm, hidden, wc.variant, int(wc.seed), tokens), wc.dataset, SC["threads"], where)
+    return run_settings(lstm, int(wc.hidden), wc.variant, int(wc.seed), tokens)
 
 
 def scale_transformer_check(wc):

@@ -1,0 +1,122 @@
+"""Short lines in Snakemake's console plan: a logging filter the Snakefile puts on Snakemake's logger.
+
+A job's run spec travels on its command line (``--spec '<JSON>'``, the rule's ``params.spec``, which is
+also its rerun trigger) and aggregation rules read dozens of files, so the plain plan had lines of
+thousands of characters. The filter rewrites only what is *printed*; what runs and what Snakemake
+compares to decide a rerun are untouched:
+
+- a JSON spec in a printed command becomes ``<spec sha256 0123456789ab, N chars>`` (the hash changes
+  whenever the spec does), a run of file paths in it (an aggregation's inputs) its first few and a count,
+  and a command still over ``MAX_LINE`` characters is continued over lines (`` \\``), one option a line;
+- a job's input, output and log lists and the file lists in its reason keep their first files and say
+  how many more there are;
+- any other plain line longer than ``MAX_LINE`` that is a comma-separated list is wrapped.
+
+``REPLICATE_FULL_PLAN=1`` turns it off (full commands, e.g. to copy a spec)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import textwrap
+
+ENV_FULL_PLAN = "REPLICATE_FULL_PLAN"
+MAX_LINE = 400
+KEEP_FILES = 3
+SPEC_MIN_CHARS = 80  # a quoted JSON object shorter than this is printed as it is
+
+# a single-quoted shell word as shlex.quote writes it: a quote inside is closed, escaped, reopened
+_QUOTED = re.compile(r"'(?:[^']|'\"'\"')*'")
+
+
+def spec_placeholder(spec_text: str) -> str:
+    """The printed stand-in of a JSON spec: its sha256 prefix (changes with any setting) and length."""
+    digest = hashlib.sha256(spec_text.encode()).hexdigest()[:12]
+    return f"<spec sha256 {digest}, {len(spec_text):,} chars>"
+
+
+def shorten_command(cmd: str) -> str:
+    """``cmd`` with every long quoted JSON object replaced by its spec_placeholder and every run of
+    file paths (an aggregation's inputs) shortened like shorten_files."""
+
+    def replace(match: re.Match) -> str:
+        word = match.group(0)
+        if len(word) < SPEC_MIN_CHARS or not word.startswith("'{"):
+            return word
+        return spec_placeholder(word[1:-1].replace("'\"'\"'", "'"))  # shlex.quote undone
+
+    words, run = [], []
+    for word in [*_QUOTED.sub(replace, cmd).split(" "), None]:
+        if word is not None and "/" in word and not word.startswith(("-", "<", "'", ">", "|")):
+            run.append(word)
+            continue
+        words.extend(shorten_files(run))
+        run = []
+        if word is not None:
+            words.append(word)
+    short = " ".join(words)
+    # still too long (a command with many options): one option per line, as a shell continuation
+    return short if len(short) <= MAX_LINE else short.replace(" --", " \\\n    --")
+
+
+def shorten_files(files: list[str], keep: int = KEEP_FILES) -> list[str]:
+    """The first ``keep`` files and a count of the rest."""
+    files = list(files)
+    if len(files) <= keep + 1:
+        return files
+    return [*files[:keep], f"... {len(files) - keep} more ({len(files)} files)"]
+
+
+def shorten_reason(reason: str, keep: int = KEEP_FILES) -> str:
+    """A Snakemake reason ("Missing output files: a, b; Input files updated by another job: c, d, e")
+    with each file list shortened."""
+    parts = []
+    for part in reason.split("; "):
+        label, sep, files = part.partition(": ")
+        parts.append(f"{label}{sep}{', '.join(shorten_files(files.split(', '), keep))}" if sep else part)
+    return "; ".join(parts)
+
+
+def wrap_long_lines(text: str, width: int = 100) -> str:
+    """Lines over MAX_LINE characters wrapped at ``width``, continuation lines keeping the indent."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= MAX_LINE:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line.strip(), width, initial_indent=indent, subsequent_indent=indent,
+                                 break_on_hyphens=False))
+    return "\n".join(out)
+
+
+class ShortPlanFilter(logging.Filter):
+    """Rewrites Snakemake's job-info, shell-command and plain records to short lines (never drops one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        event = str(getattr(record, "event", "") or "")
+        if event == "job_info":
+            for key in ("input", "output", "log"):
+                if isinstance(getattr(record, key, None), list):
+                    setattr(record, key, shorten_files(getattr(record, key)))
+            if isinstance(getattr(record, "reason", None), str):
+                record.reason = shorten_reason(record.reason)
+        elif event == "shellcmd":
+            if isinstance(getattr(record, "shellcmd", None), str):
+                record.shellcmd = shorten_command(record.shellcmd)
+            if isinstance(record.msg, str):
+                record.msg = shorten_command(record.msg)
+        elif not event and isinstance(record.msg, str) and not record.args:
+            record.msg = wrap_long_lines(record.msg)
+        return True
+
+
+def install(logger: logging.Logger) -> bool:
+    """Put one ShortPlanFilter on ``logger`` unless REPLICATE_FULL_PLAN is set; True if it is on."""
+    if os.environ.get(ENV_FULL_PLAN, "").strip() not in ("", "0"):
+        return False
+    if not any(isinstance(f, ShortPlanFilter) for f in logger.filters):
+        logger.addFilter(ShortPlanFilter())
+    return True

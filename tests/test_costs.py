@@ -1,0 +1,74 @@
+"""Costs from one source (replicate/resources.py): the plan's one_thread_min per job, added up per
+experiment by `python -m replicate costs`, and the generated table of docs/reproducibility.md."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT, data_dir
+from replicate import costs, resources
+from replicate.lstm.config import resolve
+
+PLAN = """
+rule press_wolf_train:
+    output: results/press_wolf/small/seed1/metrics.json
+    resources: tmpdir=/tmp, mem_mb=1280, runtime=380, one_thread_min=129, gpu=0
+rule inan_subspace_point:
+    resources: tmpdir=/tmp, gpu=0
+rule press_wolf_train:
+    resources: tmpdir=/tmp, runtime=380, one_thread_min=131
+localrule press_wolf_table:
+    output: results/tables/press_wolf_table6.csv
+rule data_summary:
+    resources: tmpdir=/tmp
+rule all:
+    input: results/tables/press_wolf_table6.csv
+"""
+
+
+def test_plan_is_added_up_per_experiment_and_unestimated_jobs_are_named():
+    parsed = costs.parse_plan(PLAN)
+    assert (parsed["press_wolf"].jobs, parsed["press_wolf"].minutes) == (3, 260)
+    assert dict(parsed["press_wolf"].unestimated) == {"press_wolf_table": 1}
+    assert dict(parsed["inan"].unestimated) == {"inan_subspace_point": 1} and parsed["inan"].minutes == 0
+    assert parsed[costs.OTHER].jobs == 1, "`all` is no job; data_summary is"
+    text = costs.table(parsed)
+    assert "| press_wolf | 3 | 4.3 | press_wolf_table x1 |" in text and text.endswith("| total | 5 | 4.3 | |")
+
+
+def test_expected_time_comes_from_the_measured_throughput():
+    """The lead's measurement (MEASURED_ON): a 13-epoch Press & Wolf small run is about 2 h on one thread."""
+    model, train = resolve({"size": "small"}, resources.CORPUS_SHAPES["ptb"]["vocab"])
+    est = resources.lstm_estimate(model, train, resources.CORPUS_SHAPES["ptb"])
+    assert 1.8 <= est.one_thread_hours <= 2.4
+    assert est.runtime_min / 60 > est.one_thread_hours, "the time limit stays above the expected time"
+
+
+def _generated_block(page: str) -> str:
+    return page.split(costs.BLOCK_BEGIN)[1].split(costs.BLOCK_END)[0].strip()
+
+
+@pytest.mark.slow
+def test_docs_cost_table_is_what_the_command_prints(workflow_dir):
+    """docs/reproducibility.md's table is the command's output for the default preset (regenerate:
+    python -m replicate costs --write-docs)."""
+    env = {**os.environ, "REPLICATE_DATA_DIR": str(data_dir()),
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "replicate", "costs", "--markdown", "all"], cwd=workflow_dir, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (REPO_ROOT / "docs" / "reproducibility.md").read_text(encoding="utf-8")
+    assert _generated_block(page) == costs.docs_block(proc.stdout.strip()).strip()
+
+
+def test_write_docs_replaces_only_the_block(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(f"# Costs\n\nbefore\n{costs.BLOCK_BEGIN}\nold\n{costs.BLOCK_END}\nafter\n", encoding="utf-8")
+    costs.write_docs("| t |", page=str(page))
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Costs\n\nbefore\n") and text.endswith(f"{costs.BLOCK_END}\nafter\n")
+    assert _generated_block(text) == costs.docs_block("| t |").strip() and "old" not in text

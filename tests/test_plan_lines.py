@@ -1,0 +1,70 @@
+"""The console plan in short lines (replicate/plan_lines.py): specs as hashes, file lists as counts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+
+from conftest import run_snakemake
+from replicate import plan_lines
+
+SPEC = {"name": "small_wt/seed1", "settings": {"size": "small", "tying": "tied", "note": "it's the paper's"}}
+
+
+def _command(spec: dict) -> str:
+    text = json.dumps(spec, sort_keys=True)
+    return f"python -m replicate press-wolf train --spec {shlex.quote(text)} --out-dir results/x > results/x.log"
+
+
+def test_spec_becomes_a_hash_that_follows_every_setting():
+    short = plan_lines.shorten_command(_command(SPEC))
+    changed = plan_lines.shorten_command(_command({**SPEC, "settings": {**SPEC["settings"], "tying": "untied"}}))
+    assert "--spec <spec sha256 " in short and "small_wt" not in short
+    assert short.endswith("--out-dir results/x > results/x.log")
+    assert short != changed, "the printed stand-in must change when the spec does"
+
+
+def test_short_quoted_words_and_single_paths_stay():
+    cmd = "python -m replicate press-wolf table --name 'table6' --paper paper/reference/x.csv --out results/t.csv"
+    assert plan_lines.shorten_command(cmd) == cmd
+
+
+def test_file_runs_and_lists_are_counted():
+    files = [f"results/runs/seed{i}/summary.json" for i in range(10)]
+    assert plan_lines.shorten_files(files) == [*files[:3], "... 7 more (10 files)"]
+    assert plan_lines.shorten_files(files[:4]) == files[:4]
+    cmd = plan_lines.shorten_command("python -m replicate scale table " + " ".join(files) + " > results/log")
+    assert "... 7 more (10 files) > results/log" in cmd
+    reason = plan_lines.shorten_reason("Missing output files: results/a.csv; Input files updated by another job: "
+                                       + ", ".join(files))
+    assert reason == ("Missing output files: results/a.csv; Input files updated by another job: "
+                      + ", ".join(files[:3]) + ", ... 7 more (10 files)")
+
+
+def test_a_command_with_many_options_continues_over_lines():
+    cmd = "python -m replicate x " + " ".join(f"--opt{i} results/long/path/number/{i}.csv" for i in range(20))
+    lines = plan_lines.shorten_command(cmd).split("\n")
+    assert len(lines) == 21 and all(line.endswith(" \\") for line in lines[:-1])
+    assert max(map(len, lines)) <= plan_lines.MAX_LINE
+
+
+def test_filter_rewrites_job_records_and_is_installed_once(monkeypatch):
+    monkeypatch.delenv(plan_lines.ENV_FULL_PLAN, raising=False)
+    logger = logging.getLogger("test_plan_lines")
+    assert plan_lines.install(logger) and plan_lines.install(logger)
+    assert sum(isinstance(f, plan_lines.ShortPlanFilter) for f in logger.filters) == 1
+    record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
+    record.event, record.input, record.reason = "job_info", [f"results/f{i}" for i in range(9)], "Forced execution"
+    assert logger.filters[0].filter(record) and record.input[-1] == "... 6 more (9 files)"
+    monkeypatch.setenv(plan_lines.ENV_FULL_PLAN, "1")
+    assert not plan_lines.install(logging.getLogger("test_plan_lines_full"))
+
+
+def test_default_plan_has_no_line_over_400_characters(workflow_dir):
+    """`snakemake -n all` of the default preset prints no line over 400 characters."""
+    proc = run_snakemake(["-n", "all"], cwd=workflow_dir, env={plan_lines.ENV_FULL_PLAN: ""})
+    lines = (proc.stdout + proc.stderr).splitlines()
+    assert any("--spec <spec sha256" in line for line in lines), "the plan should print the commands"
+    longest = max(lines, key=len)
+    assert len(longest) <= 400, f"{len(longest)} characters: {longest[:300]}"

@@ -1,0 +1,65 @@
+"""Console progress lines read from the training jobs' logs (replicate/progress.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from replicate import progress
+from replicate.errors import ReplicateError
+
+# the Trainer's two line forms (replicate/lstm/train.py, _progress and the end of an epoch)
+BATCH = "[small_wt/seed1] epoch 3/13 batch 400/1327 loss 4.950 ppl 141.2 lr 1 1650 tok/s ETA 1h20m (training only)"
+EPOCH = "[small_wt/seed1] epoch 2/13 lr 1 train ppl 150.10 valid ppl 140.21 (600 s, 1650 tok/s; eval 20 s)"
+
+
+def test_a_job_line_says_position_speed_eta_and_last_valid_ppl():
+    job = progress.JobProgress()
+    assert job.read(EPOCH) and job.read(BATCH) and not job.read("[small_wt/seed1] 2,653,200 parameters")
+    assert job.line("press_wolf/small_wt/seed1") == ("progress press_wolf/small_wt/seed1: epoch 3/13, batch 400/1327, "
+                                                     "1,650 tok/s, ETA 1h20m, last valid ppl 140.21")
+
+
+def _write(path, *lines, mode="a"):
+    with open(path, mode, encoding="utf-8") as fh:
+        fh.write("".join(f"{line}\n" for line in lines))
+
+
+def test_watcher_prints_one_line_per_moving_log_and_nothing_for_idle_or_old_ones(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "press_wolf" / "small").mkdir(parents=True)
+    old = logs / "press_wolf" / "old.log"
+    _write(old, BATCH)
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    emitted = []
+    watcher = progress.ProgressWatcher(logs, emitted.append, interval=60)
+    a, b = logs / "press_wolf" / "small" / "seed1.log", logs / "press_wolf" / "small_wt.log"
+    _write(a, EPOCH, BATCH, BATCH)
+    _write(b, "setting up")
+    assert watcher.check() == ["progress press_wolf/small/seed1: epoch 3/13, batch 400/1327, 1,650 tok/s, ETA 1h20m, "
+                               "last valid ppl 140.21"]
+    assert watcher.check() == [], "a log that did not move prints nothing"
+    _write(b, BATCH.replace("400/", "401/"))
+    assert [line.split(":")[0] for line in watcher.check()] == ["progress press_wolf/small_wt"]
+    _write(a, "[small/seed1] epoch 1/13 batch 5/1327 loss 9 ppl 9000 lr 1 900 tok/s ETA 9h (training only)", mode="w")
+    assert watcher.check()[0].endswith("epoch 1/13, batch 5/1327, 900 tok/s, ETA 9h"), "a rerun's log starts over"
+    assert len(emitted) == 3
+
+
+def test_half_written_line_waits(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(BATCH[:40])
+    follower = progress.LogFollower(log)
+    assert not follower.poll()
+    _write(log, BATCH[40:])
+    assert follower.poll() and follower.progress.batch == "400/1327"
+
+
+def test_interval_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(progress.ENV_INTERVAL, "0")
+    assert progress.start(tmp_path, print) is None
+    monkeypatch.setenv(progress.ENV_INTERVAL, "soon")
+    with pytest.raises(ReplicateError, match="REPLICATE_PROGRESS_SECONDS"):
+        progress.interval_from_env()
