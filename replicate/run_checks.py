@@ -78,10 +78,36 @@ def _initial_loss_sweep(spec: dict[str, Any], args: argparse.Namespace) -> None:
     check_sweep_width(parse_text(args.width), head_dim, where)
 
 
+def _scale_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    from replicate.scale.study import run_settings
+
+    where = f"scale train {spec.get('name', '--spec')}"
+    fix = "pass the rule's --spec (scale section: config/README.md)"
+    SCHEMAS.check(spec.get("pct"), "scale.schema.yaml#/properties/model/properties/pct", key="pct", where=where, fix=fix)
+    hidden = SCHEMAS.check(spec.get("hidden"), "scale.schema.yaml#/properties/model/properties/hiddens/items",
+                           key="hidden", where=where, fix=fix)
+    lstm = spec.get("lstm", {})
+    check_engine_settings(run_settings({"size": lstm.get("size"), "overrides": lstm.get("overrides", {})}, hidden,
+                                       spec.get("variant"), spec.get("seed", 0), None), where)
+
+
+def _scale_transformer(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    from replicate.scale.study import TRANSFORMER_KEYS
+
+    node = "scale.schema.yaml#/properties/transformer"
+    SCHEMAS.check_mapping({k: spec[k] for k in TRANSFORMER_KEYS if k in spec}, node,
+                          where=f"scale transformer {spec.get('name', '--spec')}",
+                          fix="pass the rule's --spec (scale.transformer: config/README.md)")
+    SCHEMAS.check(parse_text(str(spec.get("std"))), f"{node}/properties/stds/items", key="std",
+                  where=f"scale transformer {spec.get('name', '--spec')}", fix="use a number or inv_sqrt_d / log_n_over_d")
+
+
 CHECKS: dict[tuple[str, str], Callable[[dict[str, Any], argparse.Namespace], None]] = {
     ("press-wolf", "train"): _press_wolf_train,
     ("inan", "train"): _inan_train,
     ("initial-loss", "sweep"): _initial_loss_sweep,
+    ("scale", "train"): _scale_train,
+    ("scale", "transformer"): _scale_transformer,
 }
 
 

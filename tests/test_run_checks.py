@@ -67,3 +67,17 @@ def test_a_full_disk_is_named_without_a_traceback(capsys, monkeypatch):
     code, err = _run(capsys, "data", "summary")
     assert code == 2 and "no space left on the device writing results/press_wolf/small/seed1/checkpoint.pt" in err
     assert "keeps its previous version" in err and "Traceback" not in err
+
+
+def test_scale_commands_refuse_a_bad_spec(capsys, tmp_path):
+    train = {"name": "scale/ptb/p10_h200_tied/seed1", "pct": 10, "hidden": -5, "variant": "tied", "seed": 1,
+             "lstm": {"size": "small", "overrides": {}}}
+    code, err = _run(capsys, "scale", "train", "--spec", json.dumps(train), "--corpus", "x", "--out-dir", str(tmp_path))
+    assert code == 2 and "hidden=-5 is not allowed" in err
+    code, err = _run(capsys, "scale", "train", "--spec", json.dumps({**train, "hidden": 200, "lstm": {
+        "size": "small", "overrides": {"lr": float("nan")}}}), "--corpus", "x", "--out-dir", str(tmp_path))
+    assert code == 2 and "lr=nan is not allowed: nan is not a finite number" in err
+    transformer = {"name": "scale/transformer/tied_std0.02/seed1", "lr": float("inf"), "std": "0.02"}
+    code, err = _run(capsys, "scale", "transformer", "--spec", json.dumps(transformer), "--corpus", "x",
+                     "--out-dir", str(tmp_path))
+    assert code == 2 and "lr=inf is not allowed" in err

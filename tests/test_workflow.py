@@ -138,7 +138,8 @@ PLAN_REFUSALS = [
      ["estimated memory", "over max_job_memory_gib = 64 GiB"]),
     ("pw-limit-from-config", PW.format("small"), "max_job_memory_gib: 1\n",
      ["Press & Wolf run small/seed1", "over max_job_memory_gib = 1 GiB"]),
-    ("pw-ablation-in-config", "all", "press_wolf:\n  ablations: ['small@dropout_rate=1.5']\n",
+    ("pw-ablation-in-config", "all",  # the preset's table6 lists its ablation: an overlay keeps it
+     "press_wolf:\n  ablations: ['small_wt_pr@pr_form=squared@epochs=4', 'small@dropout_rate=1.5']\n",
      ["dropout_rate=1.5", "a number in [0, 1)"]),
     ("inan-zero-tau", "results/inan/ablation/ptb/small_real_tau0_gamma0.5/metrics.json", None,
      ["Inan ablation run", "tau=0", "a number in (0, 1000]"]),
