@@ -70,7 +70,7 @@ def _screen(args) -> int:
 
     started = provenance.now()
     spec = load_spec(args.spec)
-    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"))
+    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"), args.soft_target)
     write_csv_with_provenance(args.out, df, spec, started)
     print(df.to_string(index=False))
     return 0
@@ -137,6 +137,7 @@ def _soft_target(args) -> int:
     from replicate.inan.soft_target import summarise
 
     started = provenance.now()
+    torch.set_num_threads(args.threads)
     targets = getattr(load_corpus(args.corpus), args.split)[1:]
     rows = []
     for run in map(Path, args.runs):
@@ -218,13 +219,16 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
                               ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),
-                              ("screen-table", _screen, "short-scale screen: schedule and AL form")):
+                              ("screen-table", _screen, "short-scale screen: each run's gain over its VD-LSTM baseline")):
         p = sub.add_parser(name, help=help_)
         add_job_args(p, threads=False, device=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
         p.add_argument("--out", required=True)
         if name == "table1":
             p.add_argument("--paper", required=True, help="paper/reference/inan_table1.csv")
+        if name == "screen-table":
+            p.add_argument("--soft-target", nargs="*", default=[],
+                           help="`inan soft-target` CSVs of the +AL / +REAL runs (their y~ beside each gain)")
         p.add_argument("metrics", nargs="+")
         p.set_defaults(func=func)
 
@@ -263,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="word-vector norm(s) inside y~, or 'none' for the embedding as it is (default: the run's own "
                         "target_norm); with a VD-LSTM / +RE run and --tau, what y~ a knob would give its embedding")
     p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--loss-tokens", type=int, default=0,
                    help="also the run's CE and AL term (alpha * J_aug) per token on the first N tokens of the split")
     p.add_argument("--out", required=True, help="CSV (with a .provenance.json beside it)")
