@@ -50,6 +50,7 @@ INAN_TABLE1_METRICS = f"{INAN_TABLE1_RUN}/metrics.json"
 INAN_TABLE1_HISTORY = f"{INAN_TABLE1_RUN}/history.csv"
 INAN_ABLATION_METRICS = "inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json"
 INAN_SCREEN_METRICS = "inan/screen/{dataset}/{size}_{variant}_{tag}/metrics.json"  # short-scale screening run
+INAN_SCREEN_SOFT = "inan/screen/{dataset}/{size}_{variant}_{tag}/soft_target.csv"  # its y~ (+AL / +REAL runs)
 INAN_POINT = "inan/subspace/{reading}/tau{tau}_beta{beta}.json"  # one section 6.2 point, all seeds
 INAN_POINT_WORK = "inan/subspace/runs/{reading}/tau{tau}_beta{beta}"  # its per-seed records, checkpoints
 INAN_TABLE1 = "tables/inan_table1.csv"

@@ -23,3 +23,98 @@ def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set(workfl
             assert (s["gamma"], s["dropout_rate"]) == (0.5, dropout)
         else:
             assert (s["gamma"], s["dropout_rate"]) == (1.0, wt2_dropout[size])
+
+
+# ------------------------------------------------------------------ the screens overlay (config/inan_screens.yaml)
+import copy  # noqa: E402
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+from snakemake.exceptions import WorkflowError  # noqa: E402
+from snakemake.utils import validate  # noqa: E402
+
+from conftest import REPO_ROOT  # noqa: E402
+
+INAN_SCHEMA = str(REPO_ROOT / "workflow" / "schemas" / "inan.schema.yaml")
+
+
+def _merged_inan() -> dict:
+    """The default preset's inan section with the overlay on top, merged as Snakemake merges config files."""
+    from snakemake.utils import update_config
+
+    cfg = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
+    update_config(cfg, yaml.safe_load((REPO_ROOT / "config" / "inan_screens.yaml").read_text()))
+    return cfg["inan"]
+
+
+def test_the_overlay_validates_and_fills_the_soft_target_budget():
+    inan = validate(_merged_inan(), INAN_SCHEMA) or _merged_inan()
+    validate(inan, INAN_SCHEMA)
+    assert inan["screen"]["soft_target_loss_tokens"] == 3000
+    assert "target_norm" not in inan["sizes"]["small"]  # no default: the Table 1 specs stay as they were
+
+
+@pytest.mark.parametrize("where,value,words", [
+    (("sizes", "small", "target_norm"), 0, ["0", "less than or equal to the minimum"]),
+    (("sizes", "small", "target_norm"), "big", ["big"]),
+    (("screen", "runs", 2, "overrides", "target_norm"), -2.0, ["-2.0"]),
+    (("screen", "runs", 2, "overrides", "embedding_dropout"), "yes", ["yes"]),
+    (("screen", "runs", 1, "baseline"), "Later!", ["Later!"]),
+    (("screen", "runs", 1, "variant"), "rebias", ["rebias"]),
+    (("table1", "variants"), ["vd", "re_bias"], ["re_bias"]),  # not a Table 1 row
+])
+def test_bad_screen_values_are_refused(where, value, words):
+    inan = _merged_inan()
+    node = inan
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    with pytest.raises(WorkflowError) as err:
+        validate(copy.deepcopy(inan), INAN_SCHEMA)
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_run_list_checks():
+    from replicate.errors import ReplicateError
+    from replicate.inan.screen import check_runs
+
+    check_runs(_merged_inan()["screen"]["runs"])
+    ok = [{"variant": "vd", "tag": "later"}, {"variant": "re_bias", "tag": "later"}]
+    for bad, words in (([ok[0], {"variant": "re", "tag": "bias_later"}], r"reads as re_bias \+ later"),
+                       (ok + [{"variant": "vd", "tag": "later"}], "two runs are named vd_later"),
+                       (ok + [{"variant": "al", "tag": "x", "baseline": "nope"}], "baseline 'nope'"),
+                       ([{"variant": "al", "tag": "x"}, {"variant": "re", "tag": "y", "baseline": "x"}], "baseline 'x'")):
+        with pytest.raises(ReplicateError, match=words):
+            check_runs(bad)
+
+
+def test_overlay_runs_reach_their_jobs(workflow_dir):
+    """Each overlay run is one job with the settings its tag names; vd_later is the default preset's job exactly."""
+    from replicate.inan.train import run_settings
+
+    def specs(*configfiles):
+        args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", *configfiles]
+        return {f"{s['variant']}_{s['tag']}": s for s in printed_specs(run_snakemake(args, cwd=workflow_dir).stdout)}
+
+    over = specs("config/config.yaml", "config/inan_screens.yaml")
+    assert specs("config/config.yaml")["vd_later"] == over["vd_later"]
+    got = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
+           for k, s in over.items()}
+    assert len(got) == 17
+    for k, (engine, al) in got.items():
+        full = "_full6" in k
+        assert engine["schedule"] == "later" and engine["max_epoch"] == 5 and engine["decay"] == 0.9, k
+        assert engine["epochs"] == (6 if full else 40), k
+        assert (engine.get("max_train_tokens"), engine.get("eval_max_tokens")) == ((None, None) if full else
+                                                                                   (92959, 20000)), k
+        assert engine.get("embedding_dropout", False) == k.endswith("_embdrop"), k
+        assert engine["dropout_rate"] == (0.2 if k == "re_later_drop02" else 0.3), k
+        assert engine["tying"] == {"vd": "untied", "al": "untied", "re_bias": "tied"}.get(
+            over[k]["variant"], "tied_nobias"), k
+    al = {k: (a.tau, a.alpha, a.target_norm) for k, (_, a) in got.items() if a is not None}
+    assert al == {"al_later": (10.0, 5.0, None), "al_later_tnorm7": (10.0, 5.0, 7.0),
+                  "al_later_tnorm10": (10.0, 5.0, 10.0), "al_later_tau2": (2.0, 5.0, None),
+                  "al_later_tau2_tnorm4p5": (2.0, 5.0, 4.5), "real_later": (10.0, 5.0, None),
+                  "real_later_tnorm10": (10.0, 5.0, 10.0), "al_later_full6": (10.0, 5.0, None),
+                  "al_later_full6_alpha10": (10.0, 10.0, None), "al_later_full6_alpha20": (10.0, 20.0, None)}
+    assert got["real_later"][1].soft_target_grad and not got["al_later"][1].soft_target_grad

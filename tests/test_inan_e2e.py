@@ -43,7 +43,8 @@ def test_inan_screen_smoke(smoke_run):
     """The screen's table: one row per configured run, each with its own schedule and AL form, and the gain
     over the VD run of the same schedule computed from the rows shown."""
     df = pd.read_csv(smoke_run / SMOKE_RESULTS / "tables" / "inan_screen.csv")
-    assert sorted(zip(df["variant"], df["tag"])) == [("al", "interval_grad"), ("vd", "interval"), ("vd", "later")]
+    assert sorted(zip(df["variant"], df["tag"])) == [("al", "interval_grad"), ("al", "interval_tnorm"),
+                                                     ("re_bias", "interval_wt"), ("vd", "interval"), ("vd", "later")]
     row = df.set_index("tag")
     assert row.loc["later", "schedule"] == "later" and row.loc["interval", "schedule"] == "interval"
     assert bool(row.loc["interval_grad", "soft_target_grad"]) and not bool(row.loc["interval_grad", "prediction_bias"])
@@ -51,6 +52,19 @@ def test_inan_screen_smoke(smoke_run):
     vd = row.loc["interval", "valid_ppl"]
     assert row.loc["interval_grad", "gain_over_vd"] == pytest.approx(vd - row.loc["interval_grad", "valid_ppl"])
     assert row.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
+    assert row.loc["interval_grad", "baseline"] == "vd_interval"
+    # the +AL run's soft target, from its own soft-target job, beside its gain; none for VD-LSTM
+    soft = pd.read_csv(smoke_run / "results" / "inan" / "screen" / "ptb" / "small_al_interval_grad" / "soft_target.csv")
+    assert row.loc["interval_grad", "soft_entropy_ratio"] == pytest.approx(soft["token_entropy_ratio"].iloc[0])
+    assert 0 < row.loc["interval_grad", "soft_entropy_ratio"] <= 1 and row.loc["interval_grad", "soft_target_mass"] > 0
+    assert 0 < row.loc["interval_grad", "al_share"] < 1 and pd.isna(row.loc["later", "soft_target_mass"])
+    # the fixed norm reaches the run and its diagnostic: the model's own rows are far from norm 5
+    tnorm = df[df["tag"] == "interval_tnorm"].iloc[0]
+    assert tnorm["target_norm"] == 5.0 and tnorm["soft_target_mass"] > 5 * row.loc["interval_grad", "soft_target_mass"]
+    metrics = json.loads((smoke_run / "results" / "inan" / "screen" / "ptb" / "small_al_interval_tnorm"
+                          / "metrics.json").read_text())
+    assert metrics["inan"]["target_norm"] == 5.0
+    assert df.loc[df["variant"] == "re_bias", "model"].iloc[0] == "+RE with output bias (not the paper's RE)"
     best_vd = row.loc["interval", "best_valid_ppl"]
     assert best_vd <= vd and row.loc["interval_grad", "best_gain_over_vd"] == pytest.approx(
         best_vd - row.loc["interval_grad", "best_valid_ppl"])

@@ -352,3 +352,66 @@ def test_screen_gain_is_over_the_vd_run_of_the_same_schedule_and_training_budget
     assert df.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
     assert df.loc["interval_full", "protocol"].startswith("reduced (full data")
     assert df.loc["interval_x", "hours"] == pytest.approx(1.0)  # 2 epochs x (1,500 s training + 300 s validation)
+
+
+def test_re_bias_is_the_shared_matrix_with_its_own_output_bias():
+    """Not the paper's RE: one V x H matrix for input and output (shared storage), plus an output bias of |V|."""
+    from replicate.inan.train import PAPER_VARIANTS, VARIANTS
+
+    model, al = _model("re_bias")
+    re_model, _ = _model("re")
+    vd, _ = _model("vd")
+    assert al is None and "re_bias" not in PAPER_VARIANTS and "not the paper's RE" in VARIANTS["re_bias"]["label"]
+    assert model.output_weight is model.embedding.weight
+    assert model.output_weight.data_ptr() == model.embedding.weight.data_ptr()
+    model.check_tying()
+    assert model.output_bias is not None and tuple(model.output_bias.shape) == (13,)
+    names = dict(model.named_parameters())
+    assert "decoder_bias" in names and "decoder_weight" not in names
+    assert model.num_parameters() == re_model.num_parameters() + 13 == vd.num_parameters() - 13 * 8
+    with torch.no_grad():
+        model.decoder_bias.fill_(0.5)
+        model.embedding.weight[3].fill_(0.7)
+    assert float(model.logits(torch.ones(1, 8)).detach()[0, 3]) == pytest.approx(0.7 * 8 + 0.5, rel=1e-6)
+
+
+def test_screen_baselines_named_treatments_and_soft_target_columns(tmp_path):
+    """A named baseline wins; a VD run that names one is a treatment and never a default baseline; each +AL row
+    carries its y~ statistics from its soft-target CSV."""
+    import pandas as pd
+
+    from replicate.errors import ReplicateError
+    from replicate.inan.report import screen
+
+    paths = [_screen_run(tmp_path, "vd", "later", "later", 1000, [320.0, 330.0]),
+             _screen_run(tmp_path, "vd", "later_embdrop", "later", 1000, [315.0, 325.0]),
+             _screen_run(tmp_path, "re", "later_embdrop", "later", 1000, [310.0, 322.0]),
+             _screen_run(tmp_path, "al", "later_tnorm10", "later", 1000, [300.0, 310.0])]
+    runs = [{"variant": "vd", "tag": "later"}, {"variant": "vd", "tag": "later_embdrop", "baseline": "later"},
+            {"variant": "re", "tag": "later_embdrop", "baseline": "later_embdrop"},
+            {"variant": "al", "tag": "later_tnorm10"}]
+    soft = tmp_path / "soft.csv"
+    pd.DataFrame([{"run": str(paths[3].parent), "tau": 10.0, "trained_tau": 10.0, "target_norm": 10.0,
+                   "trained_target_norm": 10.0, "token_entropy_ratio": 0.6, "token_target_mass": 0.2,
+                   "token_top_mass": 0.5, "embedding_norm_mean": 1.3, "loss_al_share": 0.05},
+                  {"run": str(paths[3].parent), "tau": 20.0, "trained_tau": 10.0, "target_norm": 10.0,
+                   "trained_target_norm": 10.0, "token_entropy_ratio": 0.9, "token_target_mass": 0.01,
+                   "token_top_mass": 0.1, "embedding_norm_mean": 1.3, "loss_al_share": 0.05}]).to_csv(soft, index=False)
+    df = screen(paths, "reduced", runs, [soft]).set_index("tag")
+    rows = df[df["variant"] == "vd"]
+    assert rows.loc["later_embdrop", "gain_over_vd"] == pytest.approx(5.0)  # the treatment against vd_later
+    re_row = df[df["variant"] == "re"].iloc[0]
+    assert re_row["baseline"] == "vd_later_embdrop" and re_row["gain_over_vd"] == pytest.approx(3.0)
+    al_row = df[df["variant"] == "al"].iloc[0]
+    assert al_row["baseline"] == "vd_later" and al_row["gain_over_vd"] == pytest.approx(20.0)
+    assert (al_row["soft_entropy_ratio"], al_row["soft_target_mass"], al_row["al_share"]) == (0.6, 0.2, 0.05)
+    assert pd.isna(re_row["soft_target_mass"])
+    # two VD runs that name no baseline and share the budget: the +AL run's pairing is refused, not guessed
+    with pytest.raises(ReplicateError, match="several VD-LSTM runs"):
+        screen(paths, "reduced", [r for r in runs if r["tag"] != "later_embdrop" or r["variant"] != "vd"]
+               + [{"variant": "vd", "tag": "later_embdrop"}])
+    # a named baseline on another budget is refused
+    other = _screen_run(tmp_path, "vd", "full", "later", None, [100.0, 90.0])
+    with pytest.raises(ReplicateError, match="another learning-rate path"):
+        screen([other, paths[3]], "reduced", [{"variant": "vd", "tag": "full"},
+                                              {"variant": "al", "tag": "later_tnorm10", "baseline": "full"}])

@@ -99,3 +99,30 @@ def test_loss_terms_match_a_transcription_of_the_objective():
     assert got["al_share"] == pytest.approx(3.0 * float(kl) / (float(ce) + 3.0 * float(kl)), rel=1e-4)
     assert got["loss_tokens"] == 39
     assert abs(loss_terms(model, tokens, AugmentedLoss(2.0, 1.5, prediction_bias=True))["j_aug"] - got["j_aug"]) > 1e-3
+
+
+def test_cli_measures_the_target_the_run_trained_with(tmp_path):
+    """A run with ``target_norm`` in its metrics is measured at that norm; ``--target-norm`` asks for others."""
+    import pandas as pd
+
+    from replicate.inan.cli import main
+    from replicate.io import torch_save, write_json
+
+    v = 40
+    torch.manual_seed(0)
+    torch_save(tmp_path / "corpus.pt", {"vocab": [f"w{i}" for i in range(v)], "train": torch.arange(v),
+                                        "valid": torch.arange(v), "test": torch.arange(v)})
+    run = tmp_path / "small_al_later_tnorm"
+    torch_save(run / "checkpoint.pt", {"model": {"embedding.weight": torch.randn(v, 8) * 0.01}, "epoch": 1})
+    write_json(run / "metrics.json", {"valid_ppl": 9.0, "inan": {"variant": "al", "tau": 1.0, "target_norm": 20.0}})
+    out = tmp_path / "soft.csv"
+    assert main(["soft-target", "--corpus", str(tmp_path / "corpus.pt"), "--out", str(out), str(run)]) == 0
+    df = pd.read_csv(out)
+    assert len(df) == 1 and df["target_norm"].iloc[0] == 20.0 and df["token_target_mass"].iloc[0] > 0.99
+    assert main(["soft-target", "--corpus", str(tmp_path / "corpus.pt"), "--target-norm", "none", "20",
+                 "--out", str(out), str(run)]) == 0
+    df = pd.read_csv(out)
+    assert df["target_norm"].isna().tolist() == [True, False]
+    assert df["token_entropy_ratio"].iloc[0] > 0.999 > 0.01 > df["token_entropy_ratio"].iloc[1]
+    with pytest.raises(SystemExit):
+        main(["soft-target", "--corpus", "x", "--target-norm", "-1", "--out", str(out), str(run)])

@@ -36,6 +36,7 @@ def _train(args) -> int:
                       "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
                       "soft_target_grad": al.soft_target_grad if al else None,
                       "prediction_bias": al.prediction_bias if al else None,
+                      "target_norm": al.target_norm if al else None,
                       "reduction": spec.get("reduction")}
     rio.write_json(Path(args.out_dir) / "metrics.json", result)
     return 0
@@ -69,7 +70,7 @@ def _screen(args) -> int:
 
     started = provenance.now()
     spec = load_spec(args.spec)
-    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"))
+    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"), args.soft_target)
     write_csv_with_provenance(args.out, df, spec, started)
     print(df.to_string(index=False))
     return 0
@@ -136,6 +137,7 @@ def _soft_target(args) -> int:
     from replicate.inan.soft_target import summarise
 
     started = provenance.now()
+    torch.set_num_threads(args.threads)
     targets = getattr(load_corpus(args.corpus), args.split)[1:]
     rows = []
     for run in map(Path, args.runs):
@@ -150,14 +152,16 @@ def _soft_target(args) -> int:
         state = torch.load(ckpt, map_location="cpu", weights_only=True)
         embedding = state["model"]["embedding.weight"]
         base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),
-                "trained_tau": info.get("tau"), "epochs_done": state.get("epoch"),
-                "valid_ppl": metrics.get("valid_ppl")}
+                "trained_tau": info.get("tau"), "trained_target_norm": info.get("target_norm"),
+                "epochs_done": state.get("epoch"), "valid_ppl": metrics.get("valid_ppl")}
         terms = {}
         if args.loss_tokens:
             terms = _loss_terms(state, metrics, getattr(load_corpus(args.corpus), args.split)[: args.loss_tokens + 1])
+        norms = args.target_norm or [info.get("target_norm")]
         for tau in taus:
-            rows.append({**base, "split": args.split, **summarise(embedding, float(tau), targets, args.top_k),
-                         **terms})
+            for norm in norms:
+                rows.append({**base, "split": args.split,
+                             **summarise(embedding, float(tau), targets, args.top_k, target_norm=norm), **terms})
     df = pd.DataFrame(rows)
     write_csv_with_provenance(args.out, df, {"runs": args.runs, "split": args.split, "top_k": args.top_k}, started)
     print(df.to_string(index=False))
@@ -179,9 +183,23 @@ def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
     model = LSTMLM(ModelConfig(**metrics["resolved"]["model"]))
     model.load_state_dict(state["model"])
     al = AugmentedLoss(info["tau"], info["gamma"], prediction_bias=bool(info.get("prediction_bias", True)),
-                       tau_power=info.get("tau_power") or 1.0)  # runs from before a switch: its old form
+                       tau_power=info.get("tau_power") or 1.0,  # runs from before a switch: its old form
+                       target_norm=info.get("target_norm"))
     terms = loss_terms(model, tokens, al)
     return {f"loss_{k}" if not k.startswith("loss") else k: v for k, v in terms.items()}
+
+
+def _target_norm(text: str) -> float | None:
+    """A --target-norm value: 'none' or a number > 0."""
+    if text == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'none' or a number > 0")
+    return value
 
 
 def _bench_loss(args) -> int:
@@ -201,13 +219,16 @@ def main(argv: list[str] | None = None) -> int:
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
                               ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),
-                              ("screen-table", _screen, "short-scale screen: schedule and AL form")):
+                              ("screen-table", _screen, "short-scale screen: each run's gain over its VD-LSTM baseline")):
         p = sub.add_parser(name, help=help_)
         add_job_args(p, threads=False, device=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
         p.add_argument("--out", required=True)
         if name == "table1":
             p.add_argument("--paper", required=True, help="paper/reference/inan_table1.csv")
+        if name == "screen-table":
+            p.add_argument("--soft-target", nargs="*", default=[],
+                           help="`inan soft-target` CSVs of the +AL / +REAL runs (their y~ beside each gain)")
         p.add_argument("metrics", nargs="+")
         p.set_defaults(func=func)
 
@@ -242,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--split", choices=("train", "valid", "test"), default="valid")
     p.add_argument("--tau", type=float, nargs="+", default=None,
                    help="temperature(s) of y~ (default: the run's own tau)")
+    p.add_argument("--target-norm", nargs="+", default=None, metavar="R", type=_target_norm,
+                   help="word-vector norm(s) inside y~, or 'none' for the embedding as it is (default: the run's own "
+                        "target_norm); with a VD-LSTM / +RE run and --tau, what y~ a knob would give its embedding")
     p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--loss-tokens", type=int, default=0,
                    help="also the run's CE and AL term (alpha * J_aug) per token on the first N tokens of the split")
     p.add_argument("--out", required=True, help="CSV (with a .provenance.json beside it)")

@@ -17,6 +17,11 @@ Gradient: d J_aug / d logits = (y^ - y~) / tau per token (tested). With
 embedding receives gradient from the AL only through the model's use of it (input and, with RE,
 the output layer). ``soft_target_grad=True`` also back-propagates through y~ into E[t] and E; the
 paper does not say which one it used.
+
+``target_norm`` (None = the paper's y~): every word vector (a row of E = L^T, a column of the paper's
+d x |V| L) is rescaled to norm ``target_norm`` inside the soft target only, y~ = softmax(r^2 cos(E[t], E[v])
+/ tau); the model's embedding is not changed. It makes y~ depend on the directions of the word vectors
+alone, with a sharpness r^2 / tau set by the config instead of by the norms training happens to reach.
 """
 
 from __future__ import annotations
@@ -29,10 +34,21 @@ from replicate.lstm import kernels
 REDUCTIONS = ("mean", "sum", "none")
 
 
+def target_embedding(embedding: torch.Tensor, target_norm: float | None = None) -> torch.Tensor:
+    """The word vectors the soft target is formed from: E itself, or every row of E rescaled to norm
+    ``target_norm`` (a new tensor; a zero row stays zero)."""
+    if target_norm is None:
+        return embedding
+    if target_norm <= 0:
+        raise ValueError(f"target_norm must be > 0 or None, got {target_norm}")
+    return F.normalize(embedding, dim=-1) * float(target_norm)
+
+
 def soft_targets_log(embedding: torch.Tensor, targets: torch.Tensor, tau: float,
-                     soft_target_grad: bool = False) -> torch.Tensor:
-    """log y~ for each target: log_softmax(E[t] @ E^T / tau), shape (N, |V|)."""
-    emb = embedding if soft_target_grad else embedding.detach()
+                     soft_target_grad: bool = False, target_norm: float | None = None) -> torch.Tensor:
+    """log y~ for each target: log_softmax(E[t] @ E^T / tau), shape (N, |V|); E's rows at norm
+    ``target_norm`` when given."""
+    emb = target_embedding(embedding if soft_target_grad else embedding.detach(), target_norm)
     u = emb.index_select(0, targets)  # (N, d)
     return F.log_softmax(u @ emb.t() / tau, dim=-1)
 
@@ -70,7 +86,7 @@ class _KLToSoftTargets(torch.autograd.Function):
 
 def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor, tau: float,
                    soft_target_grad: bool = False, reduction: str = "mean",
-                   chunk: int | None = None) -> torch.Tensor:
+                   chunk: int | None = None, target_norm: float | None = None) -> torch.Tensor:
     """J_aug = KL(y~ || y^) per token, reduced like cross-entropy ('mean' over tokens by default).
 
     logits: (..., |V|); targets: (...) int64; embedding: the input embedding weight E (|V|, d).
@@ -93,10 +109,11 @@ def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch
     flat_targets = targets.reshape(-1)
     n = flat_logits.shape[0]
     step = n if not chunk else int(chunk)
+    emb = target_embedding(embedding if soft_target_grad else embedding.detach(), target_norm)  # once per call
     parts = []
     for start in range(0, n, max(step, 1)):
         words, idx = torch.unique(flat_targets[start:start + step], return_inverse=True)
-        log_soft = soft_targets_log(embedding, words, tau, soft_target_grad)  # (U, |V|)
+        log_soft = soft_targets_log(emb, words, tau, soft_target_grad)  # (U, |V|)
         parts.append(_KLToSoftTargets.apply(flat_logits[start:start + step], log_soft, idx, float(tau)))
     per_token = torch.cat(parts) if len(parts) > 1 else parts[0]
     if reduction == "none":
@@ -107,11 +124,13 @@ def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch
 
 
 def augmented_loss_transcription(logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor,
-                                 tau: float, soft_target_grad: bool = False) -> torch.Tensor:
+                                 tau: float, soft_target_grad: bool = False,
+                                 target_norm: float | None = None) -> torch.Tensor:
     """The per-token J_aug as the formula reads (y~ formed for every token, autograd for the gradient):
     the reference ``augmented_loss`` is tested and benchmarked against. Shape ``logits.shape[:-1]``."""
     log_pred = F.log_softmax(logits / tau, dim=-1)
-    log_soft = soft_targets_log(embedding, targets.reshape(-1), tau, soft_target_grad).reshape(log_pred.shape)
+    log_soft = soft_targets_log(embedding, targets.reshape(-1), tau, soft_target_grad,
+                                target_norm).reshape(log_pred.shape)
     return F.kl_div(log_pred, log_soft, reduction="none", log_target=True).sum(-1)
 
 

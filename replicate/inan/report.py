@@ -54,7 +54,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
         rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
                      "variant": info["variant"], "tau": info.get("tau"), "gamma": info.get("gamma"),
                      "alpha": info.get("alpha"), "soft_target_grad": info.get("soft_target_grad"),
-                     "prediction_bias": info.get("prediction_bias"),
+                     "prediction_bias": info.get("prediction_bias"), "target_norm": info.get("target_norm"),
                      "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
                      "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m), "params": m.get("num_parameters"),
@@ -73,7 +73,8 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
             "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "soft_target_grad", "prediction_bias", "dropout_rate", "embedding_dropout", "epochs", "hours", "protocol",
+            "alpha", "soft_target_grad", "prediction_bias", "target_norm", "dropout_rate", "embedding_dropout", "epochs",
+            "hours", "protocol",
             "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
@@ -91,40 +92,66 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
     return df
 
 
-def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None) -> pd.DataFrame:
-    """The short-scale screen: one row per run with its schedule and AL form, and its gain over the
-    VD-LSTM run of the same schedule and training budget (valid ppl of VD minus this run's, after the last
-    epoch and at the best epoch of each; NaN without such a run).
-    ``runs_config``: the config's ``inan.screen.runs`` (for the ``why`` column)."""
-    why = {(r["variant"], r["tag"]): r.get("why", "") for r in runs_config or []}
+SOFT_COLUMNS = {"token_entropy_ratio": "soft_entropy_ratio", "token_target_mass": "soft_target_mass",
+                "token_top_mass": "soft_top_mass", "embedding_norm_mean": "embedding_norm", "loss_al_share": "al_share"}
+
+
+def _soft_target_stats(paths) -> dict[Path, dict[str, float]]:
+    """{run folder: its y~ statistics} from ``inan soft-target`` CSVs, the row at the run's own tau and target_norm."""
+    out = {}
+    for path in paths or []:
+        df = pd.read_csv(path)
+        own = df[(df["tau"] == df["trained_tau"])
+                 & (df["target_norm"].fillna(0) == df["trained_target_norm"].fillna(0))]
+        if len(own) != 1:
+            raise ReplicateError(f"{path}: {len(own)} rows at the run's own tau and target_norm, not 1",
+                                 "make it with `inan soft-target` without --tau / --target-norm")
+        row = own.iloc[0]
+        out[Path(row["run"]).resolve()] = {new: row.get(old) for old, new in SOFT_COLUMNS.items()}
+    return out
+
+
+def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None, soft_target_paths=None) -> pd.DataFrame:
+    """The short-scale screen: one row per run with its settings, and its gain over its VD-LSTM baseline
+    (``replicate.inan.screen.pair_baselines``): valid ppl of the baseline minus this run's, after the last epoch
+    and at the best epoch of each (NaN without a baseline). Beside the gain, for +AL / +REAL runs, how informative
+    their soft target was (``soft_target_paths``: ``inan soft-target`` CSVs of the runs).
+    ``runs_config``: the config's ``inan.screen.runs`` (``why`` and ``baseline``)."""
+    from replicate.inan.screen import budget_key, pair_baselines, run_name
+
+    config = {run_name(r["variant"], r["tag"]): r for r in runs_config or []}
+    soft = _soft_target_stats(soft_target_paths)
     rows = []
     for path, m in zip(metrics_paths, _load(metrics_paths)):
-        info, train = m["inan"], m["resolved"]["train"]
+        info, train, model = m["inan"], m["resolved"]["train"], m["resolved"].get("model", {})
         history = Path(path).parent / "history.csv"
         tag = m["run"].rsplit(f"_{info['variant']}_", 1)[-1]
-        sched = train["schedule"]
+        name, sched = run_name(info["variant"], tag), train["schedule"]
         rows.append({"model": VARIANTS[info["variant"]]["label"], "variant": info["variant"], "tag": tag,
+                     "name": name, "baseline": config.get(name, {}).get("baseline"), "key": budget_key(train),
                      "schedule": sched, "decay": train["decay"],
                      "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
+                     "dropout_rate": model.get("dropout_rate"), "embedding_dropout": model.get("embedding_dropout"),
                      "soft_target_grad": info.get("soft_target_grad"),
-                     "prediction_bias": info.get("prediction_bias"), "alpha": info.get("alpha"),
+                     "prediction_bias": info.get("prediction_bias"), "tau": info.get("tau"),
+                     "target_norm": info.get("target_norm"), "alpha": info.get("alpha"),
                      "epochs": train["epochs"], "hours": run_hours(m), "train_tokens": train.get("max_train_tokens"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
                      "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
-                     "why": why.get((info["variant"], tag), ""), "protocol": protocol_label(protocol, m)})
+                     **soft.get(Path(path).parent.resolve(), dict.fromkeys(SOFT_COLUMNS.values())),
+                     "why": config.get(name, {}).get("why", ""), "protocol": protocol_label(protocol, m)})
+    pairs = pair_baselines(rows)
     df = pd.DataFrame(rows)
-    # a run is compared with the VD-LSTM run of its schedule on the same training tokens (-1: all of them)
-    key = df["schedule"] + "/" + df["train_tokens"].fillna(-1).astype(int).astype(str)
-    is_vd = df["variant"] == "vd"
-    vd = df[is_vd].groupby(key[is_vd])[["valid_ppl", "best_valid_ppl"]].min()
-    df["gain_over_vd"] = key.map(vd["valid_ppl"]) - df["valid_ppl"]
-    df["best_gain_over_vd"] = key.map(vd["best_valid_ppl"]) - df["best_valid_ppl"]
+    df["baseline"] = df["name"].map(pairs)
+    by_name = df.set_index("name")
+    for col, out in (("valid_ppl", "gain_over_vd"), ("best_valid_ppl", "best_gain_over_vd")):
+        df[out] = df["baseline"].map(by_name[col]) - df[col]
     order = {v: i for i, v in enumerate(VARIANTS)}
     df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
-    cols = ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias", "alpha", "valid_ppl",
-            "gain_over_vd", "test_ppl", "train_ppl", "best_valid_ppl", "best_gain_over_vd", "epochs", "hours", "train_tokens", "why",
-            "protocol",
-            "variant"]
+    cols = ["model", "tag", "baseline", "schedule", "decay_after", "decay", "dropout_rate", "embedding_dropout",
+            "soft_target_grad", "prediction_bias", "tau", "target_norm", "alpha", "valid_ppl", "gain_over_vd",
+            "best_valid_ppl", "best_gain_over_vd", *SOFT_COLUMNS.values(), "test_ppl", "train_ppl", "epochs",
+            "hours", "train_tokens", "why", "protocol", "variant"]
     return df[cols].reset_index(drop=True)
 
 

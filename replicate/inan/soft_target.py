@@ -12,7 +12,9 @@ weight), three numbers:
 - ``top_mass``: the mass on the k most probable words (uniform: k / |V|).
 
 They are averaged over the target tokens of a split (each word weighted by how often it is a target),
-and over the vocabulary (every word once). Only (chunk, |V|) rows are formed at a time.
+and over the vocabulary (every word once). Only (chunk, |V|) rows are formed at a time. With
+``target_norm`` the statistics are those of the y~ the AL trains with under that knob (every word vector
+at that norm inside the target, ``replicate.inan.losses.target_embedding``).
 
 ``loss_terms`` answers the companion question for a trained model: how large is the AL term of the
 objective beside the cross-entropy (both per token, the model in eval mode)?
@@ -24,13 +26,17 @@ import math
 
 import torch
 
+from replicate.inan.losses import target_embedding
+
 
 @torch.no_grad()
-def word_stats(embedding: torch.Tensor, tau: float, top_k: int = 10, chunk: int = 1024) -> dict[str, torch.Tensor]:
-    """Per vocabulary word t: entropy_ratio, target_mass, top_mass of y~ = softmax(E E[t] / tau)."""
+def word_stats(embedding: torch.Tensor, tau: float, top_k: int = 10, chunk: int = 1024,
+               target_norm: float | None = None) -> dict[str, torch.Tensor]:
+    """Per vocabulary word t: entropy_ratio, target_mass, top_mass of y~ = softmax(E E[t] / tau) (E's rows
+    at norm ``target_norm`` when given)."""
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
-    emb = embedding.detach().to(torch.float64)
+    emb = target_embedding(embedding.detach().to(torch.float64), target_norm)
     vocab = emb.shape[0]
     if not 1 <= top_k <= vocab:
         raise ValueError(f"top_k must be in [1, {vocab}], got {top_k}")
@@ -46,13 +52,14 @@ def word_stats(embedding: torch.Tensor, tau: float, top_k: int = 10, chunk: int 
 
 
 def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None = None, top_k: int = 10,
-              chunk: int = 1024) -> dict[str, float]:
+              chunk: int = 1024, target_norm: float | None = None) -> dict[str, float]:
     """Means of the three statistics over the vocabulary (``vocab_*``) and, given a split's target tokens,
     weighted by how often each word is a target (``token_*``); the uniform distribution's values beside
-    them, and the mean row norm of the embedding."""
-    stats = word_stats(embedding, tau, top_k, chunk)
+    them, and the mean row norm of the embedding (the model's, not the rescaled one)."""
+    stats = word_stats(embedding, tau, top_k, chunk, target_norm)
     vocab = embedding.shape[0]
-    out: dict[str, float] = {"tau": float(tau), "top_k": int(top_k), "vocab_size": int(vocab),
+    out: dict[str, float] = {"tau": float(tau), "target_norm": target_norm, "top_k": int(top_k),
+                             "vocab_size": int(vocab),
                              "embedding_norm_mean": float(embedding.detach().to(torch.float64).norm(dim=1).mean())}
     weights = None
     if targets is not None:

@@ -2,7 +2,8 @@
 
 Variants (Inan et al. Table 1): ``vd`` = VD-LSTM (untied, VD dropout), ``al`` = + augmented loss,
 ``re`` = reused embeddings (output weight IS the input embedding, no output bias: the engine's
-``tied_nobias``), ``real`` = RE + AL. Everything else (data, SGD loop, clipping, schedule,
+``tied_nobias``), ``real`` = RE + AL. ``re_bias`` is NOT a Table 1 row: the shared matrix with its own
+output bias (the engine's ``tied``, Press & Wolf's WT), a screen variant that separates the bias from the tying. Everything else (data, SGD loop, clipping, schedule,
 evaluation, checkpoint/resume) is the engine's ``train_run``.
 """
 
@@ -18,11 +19,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "al": {"label": "+AL", "tying": "untied", "al": True},
     "re": {"label": "+RE", "tying": "tied_nobias", "al": False},
     "real": {"label": "+REAL", "tying": "tied_nobias", "al": True},
+    # not a Table 1 row: RE with its own output bias (Press & Wolf's WT), to tell the bias from the tying
+    "re_bias": {"label": "+RE with output bias (not the paper's RE)", "tying": "tied", "al": False},
 }
+PAPER_VARIANTS = ("vd", "al", "re", "real")  # the rows of the paper's Table 1
 # Code that decides a Table 1 / ablation run's numbers (the engine's math + the augmented loss)
 TRAIN_MODULES = ("inan.losses", "inan.train", *MATH_MODULES)
 # per-size keys that are Inan's (not engine settings)
-AL_KEYS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias")
+AL_KEYS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias", "target_norm")
 
 
 class AugmentedLoss:
@@ -34,18 +38,21 @@ class AugmentedLoss:
     tau^2 as the paper's own section 6.2 loss does (and Hinton et al.'s distillation). The prediction at temperature tau
     is the paper's y^ = softmax(W h / tau), without the output bias, unless ``prediction_bias`` (the form
     this project used first: softmax((W h + b) / tau)); it only matters for a model with an output bias
-    (+AL, not +REAL). It has ``state_dict``/``load_state_dict``, so the engine stores its settings in the
+    (+AL, not +REAL). ``target_norm`` (None: the paper's y~) rescales every word vector to that norm inside
+the soft target only (``replicate.inan.losses.target_embedding``). It has ``state_dict``/``load_state_dict``, so the engine stores its settings in the
     checkpoint and a resume with a different tau / gamma / switch is refused instead of silently mixing
     objectives."""
 
     def __init__(self, tau: float, gamma: float, soft_target_grad: bool = False, prediction_bias: bool = False,
-                 tau_power: float = 1.0):
-        if tau <= 0 or gamma < 0 or tau_power < 0:
-            raise ReplicateError(f"augmented loss needs tau > 0, gamma >= 0 and tau_power >= 0 (got tau={tau}, "
-                                 f"gamma={gamma}, tau_power={tau_power})",
-                                 "fix inan.sizes.<size>.tau / gamma / tau_power in the config")
+                 tau_power: float = 1.0, target_norm: float | None = None):
+        if tau <= 0 or gamma < 0 or tau_power < 0 or (target_norm is not None and target_norm <= 0):
+            raise ReplicateError(f"augmented loss needs tau > 0, gamma >= 0, tau_power >= 0 and target_norm > 0 "
+                                 f"or null (got tau={tau}, gamma={gamma}, tau_power={tau_power}, "
+                                 f"target_norm={target_norm})",
+                                 "fix inan.sizes.<size>.tau / gamma / tau_power / target_norm in the config")
         self.tau, self.gamma, self.soft_target_grad = float(tau), float(gamma), bool(soft_target_grad)
         self.prediction_bias, self.tau_power = bool(prediction_bias), float(tau_power)
+        self.target_norm = None if target_norm is None else float(target_norm)
         self.alpha = self.gamma * self.tau ** self.tau_power
 
     def __call__(self, logits, targets, features, model):
@@ -53,16 +60,17 @@ class AugmentedLoss:
 
         bias = getattr(model, "output_bias", None)
         scores = logits if self.prediction_bias or bias is None else logits - bias
-        j_aug = augmented_loss(scores, targets, model.embedding.weight, self.tau, self.soft_target_grad)
+        j_aug = augmented_loss(scores, targets, model.embedding.weight, self.tau, self.soft_target_grad,
+                               target_norm=self.target_norm)
         return self.alpha * j_aug
 
     def state_dict(self) -> dict:
         return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad,
-                "prediction_bias": self.prediction_bias, "tau_power": self.tau_power}
+                "prediction_bias": self.prediction_bias, "tau_power": self.tau_power, "target_norm": self.target_norm}
 
     def load_state_dict(self, state: dict) -> None:
-        # checkpoints from before these switches: the bias in the prediction, alpha = gamma * tau
-        state = {"prediction_bias": True, "tau_power": 1.0, **state}
+        # checkpoints from before these switches: the bias in the prediction, alpha = gamma * tau, the paper's y~
+        state = {"prediction_bias": True, "tau_power": 1.0, "target_norm": None, **state}
         if state != self.state_dict():
             raise ReplicateError(f"checkpoint was trained with augmented loss {state}, this run asks for "
                                  f"{self.state_dict()}",
@@ -81,7 +89,7 @@ def run_settings(size_cfg: dict[str, Any], size: str, variant: str, seed: int,
     cfg = {**size_cfg, **(overrides or {})}
     v = VARIANTS[variant]
     al = (AugmentedLoss(cfg["tau"], cfg["gamma"], cfg.get("soft_target_grad", False), cfg.get("prediction_bias", False),
-                        cfg.get("tau_power", 1.0)) if v["al"] else None)
+                        cfg.get("tau_power", 1.0), cfg.get("target_norm")) if v["al"] else None)
     engine = {"schedule": "later", "valid_batch_size": 1,
               **{k: val for k, val in cfg.items() if k not in AL_KEYS and val is not None}}
     preset = size if size in ("small", "medium", "large") else "small"

@@ -22,6 +22,8 @@ COLUMNS = {
     "train_ppl": "train ppl", "best_valid": "best valid", "soft_target_grad": "gradient into soft target",
     "prediction_bias": "bias in AL prediction", "gain_over_vd": "gain over VD", "decay_after": "decay after / every",
     "best_valid_ppl": "best valid", "best_gain_over_vd": "gain over VD at best",
+    "target_norm": "word-vector norm in y~", "soft_entropy_ratio": "y~ entropy / log |V|",
+    "soft_target_mass": "y~ target-word mass", "al_share": "AL share of loss", "baseline": "VD baseline",
     "hours": "hours (train + valid)",
     "claim_id": "id", "d_sigma": "d·σ", "exp_d_sigma": "exp(d·σ)", "log10_exp_d_sigma": "log10 exp(d·σ)",
     "exp_d_sigma_over_n": "exp(d·σ) / n", "theory_loss": "closed form", "theory_loss_rescaled": "rescaled closed form",

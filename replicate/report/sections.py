@@ -451,13 +451,17 @@ def section_inan(ctx: Context) -> str:
     if "inan_screen" in res.raw:
         out += ["### Screening the schedule and the augmented loss's form on a short budget",
                 B.table(res.raw["inan_screen"],
-                        ["model", "tag", "schedule", "decay_after", "decay", "soft_target_grad", "prediction_bias",
-                         "alpha", "train_tokens", "valid_ppl", "gain_over_vd", "best_valid_ppl", "best_gain_over_vd",
-                         "test_ppl", "train_ppl", "hours", "why"],
+                        ["model", "tag", "baseline", "schedule", "decay_after", "decay", "dropout_rate",
+                         "embedding_dropout", "soft_target_grad", "prediction_bias", "tau", "target_norm", "alpha",
+                         "train_tokens", "valid_ppl", "gain_over_vd", "best_valid_ppl", "best_gain_over_vd",
+                         "soft_entropy_ratio", "soft_target_mass", "al_share", "test_ppl", "train_ppl", "hours", "why"],
                         caption="Each run differs from the size block in the settings shown. Gain over VD = the "
-                                "validation perplexity of the VD-LSTM run with the same schedule and training tokens "
-                                "(empty: all of them) minus this run's, after the last epoch and at each run's best "
-                                "epoch. On a "
+                                "validation perplexity of the run's VD-LSTM baseline (the one named, else the VD-LSTM "
+                                "run with the same schedule, epochs and training tokens; empty tokens: all of them) "
+                                "minus this run's, after the last epoch and at each run's best epoch. For +AL / +REAL "
+                                "runs, the soft target y~ they trained with: its entropy / log |V| (1 = uniform) and "
+                                "the target word's mass per valid target token, and the AL term's share of the "
+                                "objective. On a "
                                 "short budget (the protocol above), these rank settings; they are not Table 1 "
                                 "numbers.", source=ctx.source("inan_screen"))]
     out.append("### Section 6.2: subspace distance between input and output embeddings")

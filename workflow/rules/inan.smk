@@ -82,7 +82,7 @@ rule inan_screen_train:
         metrics=R(paths.INAN_SCREEN_METRICS),
     wildcard_constraints:
         size="small|medium|large",
-        variant="vd|al|re|real",
+        variant=INAN_SCREEN_VARIANT_RE,
         tag="[a-z0-9]+(_[a-z0-9]+)*",
     params:
         spec=_with_config(inan_screen_spec),
@@ -106,9 +106,31 @@ rule inan_screen_train:
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
 
 
+rule inan_screen_soft_target:
+    input:
+        corpus=R(paths.DATA_CORPUS),
+        metrics=R(paths.INAN_SCREEN_METRICS),
+    output:
+        R(paths.INAN_SCREEN_SOFT),
+    wildcard_constraints:
+        size="small|medium|large",
+        variant="al|real",
+        tag="[a-z0-9]+(_[a-z0-9]+)*",
+    params:
+        run_dir=subpath(input.metrics, parent=True),
+        loss_tokens=INAN_SC["soft_target_loss_tokens"],
+        code=code_version("inan"),
+    log:
+        "results/logs/inan/screen/{dataset}/{size}_{variant}_{tag}_soft_target.log",
+    shell:
+        "python -m replicate inan soft-target --corpus {input.corpus} --loss-tokens {params.loss_tokens} "
+        "--threads {threads} --out {output:q} {params.run_dir:q} > {log:q} 2>&1"
+
+
 rule inan_screen_table:
     input:
-        INAN_SCREEN_RUNS,
+        metrics=INAN_SCREEN_RUNS,
+        soft=INAN_SCREEN_SOFT,
     output:
         report(R(paths.INAN_SCREEN), caption="../report/inan_screen.rst", category="Inan et al.",
                labels={"table": "short-scale screen"}),
@@ -120,7 +142,7 @@ rule inan_screen_table:
         R("logs/inan/screen.log"),
     shell:
         "python -m replicate inan screen-table --spec {params.spec:q} --protocol {params.protocol} "
-        "--out {output} {input} > {log} 2>&1"
+        "--out {output} --soft-target {input.soft} -- {input.metrics} > {log} 2>&1"
 
 
 rule inan_table1:

@@ -1,6 +1,7 @@
 # Inan et al. 2017: config views, target lists and run-spec functions used by inan.smk.
 from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names, reading_seeds, reading_settings
-from replicate.inan.train import TRAIN_MODULES as INAN_TRAIN_MODULES, run_settings as inan_run_settings
+from replicate.inan.screen import check_runs as inan_check_screen_runs
+from replicate.inan.train import TRAIN_MODULES as INAN_TRAIN_MODULES, VARIANTS as INAN_VARIANTS, run_settings as inan_run_settings
 from replicate.run_checks import check_engine_settings
 
 INAN = config["inan"]
@@ -19,9 +20,16 @@ INAN_ABLATION_RUNS = expand(
     R(paths.INAN_ABLATION_METRICS),
     dataset=INAN_AB["dataset"], size=INAN_AB["size"], variant=INAN_AB["variant"],
     tau=[inan_fmt(t) for t in INAN_AB["taus"]], gamma=[inan_fmt(g) for g in INAN_AB["gammas"]])
+inan_check_screen_runs(INAN_SC["runs"])  # names that read one way only, baselines that exist
 INAN_SCREEN_BY_NAME = {(r["variant"], r["tag"]): r for r in INAN_SC["runs"]}
 INAN_SCREEN_RUNS = [R(paths.INAN_SCREEN_METRICS.format(dataset=INAN_SC["dataset"], size=INAN_SC["size"],
                                                        variant=v, tag=t)) for v, t in INAN_SCREEN_BY_NAME]
+INAN_SCREEN_SOFT = [R(paths.INAN_SCREEN_SOFT.format(dataset=INAN_SC["dataset"], size=INAN_SC["size"],
+                                                    variant=v, tag=t))
+                    for v, t in INAN_SCREEN_BY_NAME if INAN_VARIANTS[v]["al"]]
+# the longest variant name first, so that a path <size>_re_bias_<tag> is read as re_bias, not re + bias_<tag>
+# (as replicate.inan.screen.read_name, which check_runs holds every run to)
+INAN_SCREEN_VARIANT_RE = "|".join(sorted(INAN_VARIANTS, key=len, reverse=True))
 INAN_READINGS = reading_names(INAN_SUB)  # Figure 1's reading first
 
 
