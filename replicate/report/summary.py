@@ -160,8 +160,9 @@ def _effect_of(verdicts, claim_id: str) -> str:
 
 
 def _claim_phrase(claim, v) -> str:
-    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's."""
-    detail = v.why or "; ".join(E.describe(e) for e in v.effects[:1])
+    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's, or
+    (a claim judged by its own test) its evidence."""
+    detail = v.why or ("; ".join(E.describe(e) for e in v.effects[:1]) if v.effects else v.evidence)
     return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
 
 
