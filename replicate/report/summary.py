@@ -121,7 +121,7 @@ def section_summary(ctx) -> str:
              "level and n each row's seeds. Inan et al.'s Table 1 rows without a repeat borrow Press & Wolf's; a "
              "borrowed allowance, or one resting on one pair of runs (1 dof), says so at the number. Sources: " + "; ".join(B.escape(n) for n in sorted(
                  {e.noise for _, v in ctx.verdicts for e in v.effects if e.noise and v.status != NOT_RUN})) + ".")
-    evidence = B.bullets([f"{B.escape(c.statement)}: {B.escape(v.evidence)}" for c, v in ctx.verdicts])
+    evidence = B.bullets([f"{B.escape(c.statement.rstrip('.'))}: {B.escape(v.evidence)}" for c, v in ctx.verdicts])
     return B.join([f'<div class="verdicts">\n\n{table}\n\n</div>', E.RULE, noise, pools_table(res),
                    B.details_md("Evidence for each verdict, from our result tables", evidence)])
 
