@@ -50,3 +50,12 @@ def test_diff_hash_follows_the_diff(tmp_path: Path):
     (tmp_path / "f.txt").write_text("three\n")
     assert len({clean, first, provenance.diff_sha256(tmp_path)}) == 3
     assert provenance.diff_sha256(tmp_path / "no-such-folder") is None
+
+
+def test_readme_block_names_the_diff_of_a_dirty_publish():
+    from replicate.publish.readme import dirty_note
+
+    assert dirty_note({"dirty": False, "diff_sha256": None}) == ""
+    assert dirty_note({"dirty": True, "diff_sha256": "0123456789abcdef"}) == \
+        " (uncommitted changes, diff sha256 `0123456789`)"
+    assert dirty_note({"dirty": True}) == " (uncommitted changes, diff not recorded)"  # published before the hash

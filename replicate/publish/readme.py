@@ -19,6 +19,14 @@ from replicate.publish.catalogue import EXPERIMENTS
 BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
 
 
+def dirty_note(entry: dict) -> str:
+    """' (uncommitted changes, diff sha256 1a2b3c4d5e)' for a publish from a dirty tree ('' otherwise)."""
+    if not entry.get("dirty"):
+        return ""
+    diff = entry.get("diff_sha256")
+    return f" (uncommitted changes{f', diff sha256 `{diff[:10]}`' if diff else ', diff not recorded'})"
+
+
 def _all(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
@@ -110,7 +118,7 @@ def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
     lines = [f"#### {EXPERIMENTS[name].title}", "",
              f"Protocol `{entry.get('protocol') or 'unknown'}`; code version {versions}; "
              f"{len(entry.get('runs', {}))} runs; published {entry.get('published')} from commit `{commit}`"
-             f"{' (uncommitted changes)' if entry.get('dirty') else ''}.", ""]
+             f"{dirty_note(entry)}.", ""]
     tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
     for path, view in tables:
         lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "",

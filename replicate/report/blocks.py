@@ -50,10 +50,6 @@ def _destination(href: str) -> str:
     return f"<{href}>" if re.search(r"[\s()<>]", href) else href
 
 
-def source_line(source: Link) -> str:
-    return f"Full table: [{escape(source.label)}]({_destination(source.href)})"
-
-
 # ------------------------------------------------------------------------------------------- cells
 def _missing(value) -> bool:
     return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
@@ -144,7 +140,7 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = 
     lines += ["| " + " | ".join(text for text, _ in r) + " |" for r in rows]
     parts.append("\n".join(lines))
     if source is not None:
-        parts.append(source_line(source))
+        parts.append(f"Full table: [{escape(source.label)}]({_destination(source.href)})")
     return "\n\n".join(parts)
 
 
@@ -170,14 +166,12 @@ def bullets(items: Sequence[str]) -> str:
 
 def details(summary: str, body: str) -> str:
     """A collapsed block of preformatted text (e.g. a run's JSON config)."""
-    fence = "~~~~" if "```" in body else "```"
-    return f"<details><summary>{html.escape(summary)}</summary>\n\n{fence}\n{body}\n{fence}\n\n</details>"
+    return details_md(summary, f"{'~~~~' if '```' in body else '```'}\n{body}\n{'~~~~' if '```' in body else '```'}")
 
 
-def details_md(summary: str, body: str, open_: bool = False) -> str:
+def details_md(summary: str, body: str) -> str:
     """A collapsed block whose body is Markdown (tables, lists), with ``summary`` always visible."""
-    return (f"<details{' open' if open_ else ''}><summary>{html.escape(summary)}</summary>\n\n{body}\n\n"
-            "</details>")
+    return f"<details><summary>{html.escape(summary)}</summary>\n\n{body}\n\n</details>"
 
 
 def join(blocks: Sequence[str]) -> str:

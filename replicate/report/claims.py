@@ -7,26 +7,7 @@ result table, ``None`` when the pipeline did not produce it in this protocol) an
 (``replicate.report.effects``: the paper's size beside ours, with the seeds behind ours and a seed-noise
 allowance from ``replicate.report.noise``). The one verdict the report shows, ``Verdict.verdict``, follows
 from both by the fixed rule of effects.py.
-
-Canonical frames (see sources.py for how the owners' CSVs are mapped onto them):
-- ``pw_table6`` / ``pw_table5``: ``model`` = the run's cell id (small, small_wt, small_pr, small_wt_pr /
-  large, large_wt, large_bd_wd, large_bd_wt), ``train_ppl`` (as the reference code reports it: running,
-  with dropout), ``valid_ppl``, ``test_ppl``, ``paper_{train,valid,test}_ppl``, ``protocol``, optional
-  ``n_seeds``;
-- ``inan_table1``: ``dataset``, ``size``, ``model`` (VD-LSTM, +AL, +RE, +REAL), ``valid_ppl``,
-  ``test_ppl``, ``protocol``, optional ``paper_valid_ppl``, ``paper_test_ppl``, ``n_seeds``;
-- ``inan_figure1``: ``panel`` (a: tau fixed, beta swept; b: beta = 1, tau swept), ``tau``, ``beta``,
-  ``distance`` (one row per seed or per mean), ``protocol``;
-- ``initial_loss``: one row per configuration (mean over seeds): ``token_dist``, ``branches``
-  (zero | normal), ``tied``, ``rescale``, ``mixer``, ``d``, ``n``, ``std``, ``loss_mean``,
-  ``reference_loss`` (theory for zero-branch tied rows), ``protocol``;
-- ``families``: ``model``, ``total_params``, ``embedding_share``;
-- ``scale_data``: ``train_tokens``, ``gain`` (valid ppl untied minus tied), ``rel_gain`` (gain / untied;
-  optional), one row per (data size, seed), ``protocol``;
-- ``scale_model``: ``hidden``, ``embedding_share`` (of the untied model), ``rel_gain``, one row per
-  (hidden size, seed), ``protocol``;
-- ``embedding_similarity``: ``comparison`` (tied_vs_untied_input | tied_vs_untied_output),
-  ``spearman``, ``protocol``.
+The canonical frames each check reads: docs/report.md, "The claims' input".
 """
 
 from __future__ import annotations
@@ -34,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -71,7 +53,6 @@ def tolerance_nats(reference_kind: str, reference: float, tol: dict) -> float:
 class Verdict:
     status: str
     evidence: str
-    protocol: str = ""
     effects: list = field(default_factory=list)   # effects.Effect, paper's beside ours
     scope: str = ""                               # what part of the claim's scope was run, when not all
 
@@ -107,16 +88,8 @@ def not_run(why: str) -> Verdict:
     return Verdict(NOT_RUN, why)
 
 
-def _protocol(*frames) -> str:
-    labels: list[str] = []
-    for f in frames:
-        if f is not None and "protocol" in f.columns:
-            labels += [str(p) for p in f["protocol"].dropna().unique()]
-    return ", ".join(dict.fromkeys(labels))
-
-
-def _verdict(ok: bool, evidence: str, *frames) -> Verdict:
-    return Verdict(HOLDS if ok else FAILS, evidence, _protocol(*frames))
+def _verdict(ok: bool, evidence: str) -> Verdict:
+    return Verdict(HOLDS if ok else FAILS, evidence)
 
 
 def _rows(frame: pd.DataFrame | None, key: str, names: list[str], cols: list[str]) -> dict | None:
@@ -196,20 +169,11 @@ def _scope(run: list[str], claimed: tuple[str, ...], what: str) -> str:
 
 
 # ------------------------------------------------------------------------------- Press & Wolf
-def pw_small_tying_lowers_eval(r) -> Verdict:
-    rows = _rows(r.pw_table6, "model", ["small", "small_wt"], ["valid_ppl", "test_ppl"])
-    if rows is None:
-        return not_run("Table 6 rows small and small+WT not both present")
-    a, b = rows["small"], rows["small_wt"]
-    ok = b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
-    return _with(_verdict(ok, f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
-                              f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])} (small → small+WT)", r.pw_table6),
-                 *_both(r, r.pw_table6, "small", "small_wt", "small − small+WT", PW_NOISE))
-
-
-def _pairs_lower_eval(r, table, pairs, missing: str) -> Verdict:
-    """Holds when, for every (before, after) pair of rows present, after has lower valid and test ppl."""
-    found = [(u, t, _rows(table, "model", [u, t], ["valid_ppl", "test_ppl"])) for u, t in pairs]
+def _pairs_lower_eval(r, table: str, pairs, missing: str) -> Verdict:
+    """Holds when, for every (before, after) pair of rows of ``r.<table>`` present, after has lower valid and
+    test ppl."""
+    frame = getattr(r, table)
+    found = [(u, t, _rows(frame, "model", [u, t], ["valid_ppl", "test_ppl"])) for u, t in pairs]
     found = [(u, t, rows) for u, t, rows in found if rows is not None]
     if not found:
         return not_run(missing)
@@ -219,50 +183,32 @@ def _pairs_lower_eval(r, table, pairs, missing: str) -> Verdict:
         ok &= b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
         parts.append(f"{labels.cell(u)} → {labels.cell(t)}: valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])}, "
                      f"test {_f(a['test_ppl'])} → {_f(b['test_ppl'])}")
-    return _with(_verdict(ok, "; ".join(parts), table),
-                 *[e for u, t, _ in found for e in _both(r, table, u, t, f"{labels.cell(u)} − {labels.cell(t)}",
+    return _with(_verdict(ok, "; ".join(parts)),
+                 *[e for u, t, _ in found for e in _both(r, frame, u, t, f"{labels.cell(u)} − {labels.cell(t)}",
                                                          PW_NOISE)])
-
-
-def pw_large_tying_lowers_eval(r) -> Verdict:
-    return _pairs_lower_eval(r, r.pw_table5, [("large", "large_wt"), ("large_bd_wd", "large_bd_wt")],
-                             "no untied/tied pair of Table 5 (large) rows present")
 
 
 def pw_large_regulariser_signature(r) -> Verdict:
     rows = _rows(r.pw_table5, "model", ["large", "large_wt"], ["train_ppl", "valid_ppl"])
     if rows is None:
-        return not_run("Table 5 rows large and large+WT not both present")
+        return not_run("Table 5 rows large and large + WT not both present")
     a, b = rows["large"], rows["large_wt"]
     ok = b["train_ppl"] > a["train_ppl"] and b["valid_ppl"] < a["valid_ppl"]
     return _with(_verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])}, "
-                              f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])} (large → large+WT)", r.pw_table5),
-                 _diff(r, r.pw_table5, "large", "large_wt", "train ppl, large+WT − large", PW_NOISE, "train_ppl", -1),
-                 _diff(r, r.pw_table5, "large", "large_wt", "valid ppl, large − large+WT", PW_NOISE))
+                              f"valid {_f(a['valid_ppl'])} → {_f(b['valid_ppl'])} (large → large + WT)"),
+                 _diff(r, r.pw_table5, "large", "large_wt", "train ppl, large + WT − large", PW_NOISE, "train_ppl", -1),
+                 _diff(r, r.pw_table5, "large", "large_wt", "valid ppl, large − large + WT", PW_NOISE))
 
 
-def pw_small_wt_lowers_train(r) -> Verdict:
-    rows = _rows(r.pw_table6, "model", ["small", "small_wt"], ["train_ppl"])
+def _train_change(r, after: str, lower: bool) -> Verdict:
+    """Table 6, small → ``after``: the running train ppl falls (``lower``) or rises, as the claim says."""
+    rows, name = _rows(r.pw_table6, "model", ["small", after], ["train_ppl"]), labels.cell(after)
     if rows is None:
-        return not_run("Table 6 rows small and small+WT not both present")
-    a, b = rows["small"]["train_ppl"], rows["small_wt"]["train_ppl"]
-    return _with(_verdict(b < a, f"train {_f(a)} → {_f(b)} (small → small+WT, no dropout)", r.pw_table6),
-                 _diff(r, r.pw_table6, "small", "small_wt", "train ppl, small − small+WT", PW_NOISE, "train_ppl"))
-
-
-def pw_small_pr_raises_train(r) -> Verdict:
-    rows = _rows(r.pw_table6, "model", ["small", "small_pr"], ["train_ppl", "valid_ppl"])
-    if rows is None:
-        return not_run("Table 6 rows small and small+PR not both present")
-    a, b = rows["small"], rows["small_pr"]
-    ok = b["train_ppl"] > a["train_ppl"]
-    return _with(_verdict(ok, f"train {_f(a['train_ppl'])} → {_f(b['train_ppl'])} (small → small+PR)", r.pw_table6),
-                 _diff(r, r.pw_table6, "small", "small_pr", "train ppl, small+PR − small", PW_NOISE, "train_ppl", -1))
-
-
-def pw_pr_helps_without_dropout(r) -> Verdict:
-    return _pairs_lower_eval(r, r.pw_table6, [("small", "small_pr"), ("small_wt", "small_wt_pr")],
-                             "no pair of Table 6 rows with and without PR present")
+        return not_run(f"Table 6 rows small and {name} not both present")
+    a, b = rows["small"]["train_ppl"], rows[after]["train_ppl"]
+    return _with(_verdict(b < a if lower else b > a, f"train {_f(a)} → {_f(b)} (small → {name}, no dropout)"),
+                 _diff(r, r.pw_table6, "small", after, f"train ppl, {'small − ' + name if lower else name + ' − small'}",
+                       PW_NOISE, "train_ppl", 1 if lower else -1))
 
 
 def pw_wt_pr_best_small(r) -> Verdict:
@@ -275,23 +221,19 @@ def pw_wt_pr_best_small(r) -> Verdict:
     ok = best_v == best_t == "small_wt_pr"
     runner_up = min(names[:3], key=lambda n: rows[n]["valid_ppl"])
     return _with(_verdict(ok, f"lowest valid: {labels.cell(best_v)} ({_f(rows[best_v]['valid_ppl'])}); "
-                              f"lowest test: {labels.cell(best_t)} ({_f(rows[best_t]['test_ppl'])})", r.pw_table6),
+                              f"lowest test: {labels.cell(best_t)} ({_f(rows[best_t]['test_ppl'])})"),
                  *_both(r, r.pw_table6, runner_up, "small_wt_pr",
-                        f"{labels.cell(runner_up)} (best other) − small+WT+PR", PW_NOISE))
+                        f"{labels.cell(runner_up)} (best other) − small + WT + PR", PW_NOISE))
 
 
 # ---------------------------------------------------------------------------------------- Inan
-def _inan_sizes(r, sizes: list[str], models: tuple[str, ...], dataset: str = "ptb") -> dict:
-    t = r.inan_table1
-    if t is None:
-        return {}
-    t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
+def _inan_sizes(r, sizes: list[str], models: tuple[str, ...]) -> dict:
+    """{size: {model: valid ppl, "<model> test": test ppl}} for the PTB sizes where every model has a row."""
     out = {}
     for size in sizes:
-        rows = _rows(t[t["size"] == size], "model", list(models), ["valid_ppl", "test_ppl"])
+        rows = _rows(_inan_part(r, size), "model", list(models), ["valid_ppl", "test_ppl"])
         if rows is not None:
-            out[size] = {k: v["valid_ppl"] for k, v in rows.items()}
-            out[size].update({f"{k} test": v["test_ppl"] for k, v in rows.items()})
+            out[size] = {k: v["valid_ppl"] for k, v in rows.items()} | {f"{k} test": v["test_ppl"] for k, v in rows.items()}
     return out
 
 
@@ -316,7 +258,7 @@ def _inan_beats_vd(variant: str):
         v = got["small"]
         ok = v[variant] < v["VD-LSTM"] and v[f"{variant} test"] < v["VD-LSTM test"]
         return _with(_verdict(ok, f"small valid: VD-LSTM {_f(v['VD-LSTM'])} → {variant} {_f(v[variant])}; test "
-                                  f"{_f(v['VD-LSTM test'])} → {_f(v[f'{variant} test'])}", r.inan_table1),
+                                  f"{_f(v['VD-LSTM test'])} → {_f(v[f'{variant} test'])}"),
                      *_inan_diff(r, "small", "VD-LSTM", variant, ("valid", "test")))
     return check
 
@@ -326,8 +268,7 @@ def inan_al_beats_re_small(r) -> Verdict:
     if not got:
         return not_run("Table 1 small rows +AL and +RE (PTB) not present")
     v = got["small"]
-    return _with(_verdict(v["+AL"] < v["+RE"], f"small valid: +AL {_f(v['+AL'])} vs +RE {_f(v['+RE'])}",
-                          r.inan_table1),
+    return _with(_verdict(v["+AL"] < v["+RE"], f"small valid: +AL {_f(v['+AL'])} vs +RE {_f(v['+RE'])}"),
                  *_inan_diff(r, "small", "+RE", "+AL"))
 
 
@@ -337,7 +278,7 @@ def inan_re_beats_al_larger(r) -> Verdict:
         return not_run("Table 1 medium/large rows +AL and +RE (PTB) not present")
     ok = all(v["+RE"] < v["+AL"] for v in got.values())
     ev = "; ".join(f"{s} valid: +RE {_f(v['+RE'])} vs +AL {_f(v['+AL'])}" for s, v in got.items())
-    return _with(_verdict(ok, ev, r.inan_table1), *[e for s in got for e in _inan_diff(r, s, "+AL", "+RE")],
+    return _with(_verdict(ok, ev), *[e for s in got for e in _inan_diff(r, s, "+AL", "+RE")],
                  scope=_scope(list(got), ("medium", "large"), "sizes"))
 
 
@@ -365,7 +306,7 @@ def inan_real_best(r) -> Verdict:
         effects += _inan_diff(r, size, others.idxmin(), "+REAL")
     if not sizes:
         return not_run("no size with +REAL and another row in Table 1 (PTB)")
-    return _with(_verdict(ok, "; ".join(parts), r.inan_table1), *effects,
+    return _with(_verdict(ok, "; ".join(parts)), *effects,
                  scope=_scope(sizes, INAN_SIZES, "sizes"))
 
 
@@ -437,8 +378,7 @@ def inan_distance_rapid_in_beta(r) -> Verdict:
         return not_run("Figure 1a needs at least three beta values")
     s = beta_shape(curve)
     v = _verdict(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
-                             f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}",
-                 r.inan_figure1)
+                             f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}")
     return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
 
 
@@ -459,7 +399,7 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     e = tau_effect(curve)
     (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
     v = _verdict(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
-                                           f"(β = 1); {_figure1_basis(r)}", r.inan_figure1)
+                                           f"(β = 1); {_figure1_basis(r)}")
     f = r.inan_figure1
     b = f[f["panel"] == "b"].sort_values("tau")
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
@@ -469,18 +409,13 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
-    f = r.inan_figure1
-    if f is None:
-        return not_run("Inan Figure 1 data not produced")
-    a = f[f["panel"] == "a"].dropna(subset=["distance"]) if "panel" in f.columns else f
-    means = a.groupby("beta")["distance"].mean().sort_index()
-    if len(means) < 2:
+    curve = sorted(_figure1_curve(r, "a", "beta"))
+    if len(curve) < 2:
         return not_run("Figure 1a needs at least two beta values")
-    lo, hi = means.index[0], means.index[-1]
-    rho = pd.Series(means.index).corr(pd.Series(means.values), method="spearman")
-    ok = means.iloc[-1] < means.iloc[0] and rho < 0
-    v = _verdict(ok, f"mean distance {means.iloc[0]:.3f} at β = {lo:g} → {means.iloc[-1]:.3f} at β = {hi:g}; "
-                     f"Spearman ρ(β, distance) = {rho:.2f} over {len(means)} β values; {_figure1_basis(r)}", f)
+    (lo, d_lo), (hi, d_hi) = curve[0], curve[-1]
+    rho = pd.Series([b for b, _ in curve]).corr(pd.Series([d for _, d in curve]), method="spearman")
+    v = _verdict(d_hi < d_lo and rho < 0, f"mean distance {d_lo:.3f} at β = {lo:g} → {d_hi:.3f} at β = {hi:g}; "
+                 f"Spearman ρ(β, distance) = {rho:.2f} over {len(curve)} β values; {_figure1_basis(r)}")
     return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
 
 
@@ -513,7 +448,7 @@ def il_tied_follows_theory(r, tol) -> Verdict:
     return _verdict(ok, f"largest miss {abs(worst['loss_mean'] - worst['reference_loss']):.3f} nats = {rel.max():.1%} "
                         f"of log(e^(dσ)+n−1) = {worst['reference_loss']:.2f} (d = {int(worst['d'])}, "
                         f"σ = {labels.value(str(worst['std']))}) over {len(s)} points with d ≥ {tol['theory_min_width']}; "
-                        f"tolerance {tol['theory_rel']:.0%} of the closed form", r.initial_loss)
+                        f"tolerance {tol['theory_rel']:.0%} of the closed form")
 
 
 def il_rescale_gives_log_n(r, tol) -> Verdict:
@@ -523,8 +458,7 @@ def il_rescale_gives_log_n(r, tol) -> Verdict:
     diff = (s["loss_mean"] - np.log(s["n"].astype(float))).abs()
     ok = bool(diff.max() <= tol["rescale_nats"])
     return _verdict(ok, f"max |measured − log n| = {diff.max():.3f} nats over {len(s)} points "
-                        f"(log n = {math.log(float(s['n'].iloc[0])):.2f}; tolerance {tol['rescale_nats']} nats)",
-                    r.initial_loss)
+                        f"(log n = {math.log(float(s['n'].iloc[0])):.2f}; tolerance {tol['rescale_nats']} nats)")
 
 
 def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
@@ -539,7 +473,7 @@ def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
     ok = bool((gap > 0).all() and (gap <= tol["above_log_n_rel"]).all())
     parts = [f"{'tied' if t else 'untied'}: log n + {g.min():.1%} to {g.max():.1%}" for t, g in gap.groupby(s["tied"])]
     return _verdict(ok, "; ".join(parts) + f" over {len(s)} points (σ = 0.02; 'slightly above' = above log n by "
-                        f"at most {tol['above_log_n_rel']:.0%} of it)", r.initial_loss)
+                        f"at most {tol['above_log_n_rel']:.0%} of it)")
 
 
 def scale_embedding_share_shrinks(r) -> Verdict:
@@ -550,26 +484,22 @@ def scale_embedding_share_shrinks(r) -> Verdict:
     small, big = f.loc[f["total_params"].idxmin()], f.loc[f["total_params"].idxmax()]
     return _verdict(rho < 0, f"Spearman ρ(total parameters, embedding share) = {rho:.2f} over {len(f)} models; "
                              f"{small['model']}: {small['embedding_share']:.1%}, "
-                             f"{big['model']}: {big['embedding_share']:.1%}", f)
+                             f"{big['model']}: {big['embedding_share']:.1%}")
 
 
 # ---------------------------------------------------------------------------------- scale study
-def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of y on x and its standard error (nan with fewer than 3 points)."""
+def _slope(x, y) -> tuple[float, float]:
+    """Least-squares slope of y on x and its standard error (scipy.stats.linregress; nan s.e. under 3 points)."""
+    from scipy.stats import linregress
+
     x, y = np.asarray(x, float), np.asarray(y, float)
-    n = len(x)
-    xc = x - x.mean()
-    sxx = float((xc ** 2).sum())
-    if n < 2 or sxx == 0:
+    if len(x) < 2 or np.ptp(x) == 0:
         return math.nan, math.nan
-    slope = float((xc * (y - y.mean())).sum() / sxx)
-    if n < 3:
-        return slope, math.nan
-    resid = y - y.mean() - slope * xc
-    return slope, math.sqrt(float((resid ** 2).sum()) / (n - 2) / sxx)
+    fit = linregress(x, y)
+    return float(fit.slope), float(fit.stderr) if len(x) > 2 else math.nan
 
 
-def _trend_verdict(slope: float, se: float, want_negative: bool, what: str, frames) -> Verdict:
+def _trend_verdict(slope: float, se: float, want_negative: bool, what: str) -> Verdict:
     """holds when the slope has the claimed sign beyond 2 standard errors, does not hold when it has the
     opposite sign beyond 2 s.e., inconclusive otherwise (the scale study's own rule)."""
     sign_ok = slope < 0 if want_negative else slope > 0
@@ -581,7 +511,7 @@ def _trend_verdict(slope: float, se: float, want_negative: bool, what: str, fram
     else:
         status, reading = INCONCLUSIVE, "within 2 s.e. of zero"
     se_text = f"{se:.3g}" if math.isfinite(se) else "n/a"
-    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {se_text}; {reading})", _protocol(*frames))
+    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {se_text}; {reading})")
 
 
 def scale_gain_shrinks_with_data(r) -> Verdict:
@@ -595,7 +525,7 @@ def scale_gain_shrinks_with_data(r) -> Verdict:
     slope, se = _slope(np.log10(s["train_tokens"].astype(float)), y)
     means = s.groupby("train_tokens")["gain"].mean().sort_index()
     v = _trend_verdict(slope, se, True, f"{'relative ' if 'rel_gain' in s.columns else ''}tying gain vs "
-                       f"log10(training tokens) over {len(s)} (size, seed) pairs", [s])
+                       f"log10(training tokens) over {len(s)} (size, seed) pairs")
     v.evidence += (f"; mean gain (valid ppl untied − tied) {means.iloc[0]:.2f} at {int(means.index[0]):,} tokens → "
                    f"{means.iloc[-1]:.2f} at {int(means.index[-1]):,}")
     epochs = s.groupby("train_tokens")["epochs"].first().sort_index() if "epochs" in s.columns else pd.Series()
@@ -612,7 +542,7 @@ def scale_gain_shrinks_with_share(r) -> Verdict:
         return not_run("model-scale study not produced (needs at least two hidden sizes)")
     slope, se = _slope(s["embedding_share"].astype(float), s["rel_gain"].astype(float))
     return _trend_verdict(slope, se, False, f"relative tying gain vs embedding share of parameters over "
-                          f"{len(s)} (size, seed) pairs", [s])
+                          f"{len(s)} (size, seed) pairs")
 
 
 def _similarity_allowance(e: pd.DataFrame) -> tuple[float | None, str, str]:
@@ -643,25 +573,33 @@ def emb_tied_like_output(r) -> Verdict:
     pairs = int((e["comparison"] == "tied_vs_untied_output").sum())
     allow, how, flag = _similarity_allowance(e[e["comparison"].isin(need)])
     return _with(_verdict(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
-                                 f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)", e),
+                                 f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)"),
                  E.Effect("Spearman ρ, to untied output − to untied input", None, b - a, "", (pairs,), allow, how,
                           flag=flag))
 
 
 CLAIMS: list[Claim] = [
     Claim("pw_small_tying", "Weight tying lowers valid and test perplexity (small model, no dropout).",
-          "Press & Wolf 2017, Table 6", "press_wolf", pw_small_tying_lowers_eval),
+          "Press & Wolf 2017, Table 6", "press_wolf",
+          partial(_pairs_lower_eval, table="pw_table6", pairs=[("small", "small_wt")],
+                  missing="Table 6 rows small and small + WT not both present")),
     Claim("pw_large_tying", "Weight tying lowers valid and test perplexity (large models).",
-          "Press & Wolf 2017, Table 5", "press_wolf", pw_large_tying_lowers_eval),
+          "Press & Wolf 2017, Table 5", "press_wolf",
+          partial(_pairs_lower_eval, table="pw_table5", pairs=[("large", "large_wt"), ("large_bd_wd", "large_bd_wt")],
+                  missing="no untied/tied pair of Table 5 (large) rows present")),
     Claim("pw_regulariser", "Regulariser signature: with dropout, tying raises train perplexity while "
           "lowering valid perplexity (large: train 37.8 → 48.5).",
           "Press & Wolf 2017, Table 5", "press_wolf", pw_large_regulariser_signature),
     Claim("pw_small_wt_train", "Without dropout, weight tying alone lowers train perplexity slightly "
-          "(Table 6 read on its own).", "Press & Wolf 2017, Table 6", "press_wolf", pw_small_wt_lowers_train),
+          "(Table 6 read on its own).", "Press & Wolf 2017, Table 6", "press_wolf",
+          partial(_train_change, after="small_wt", lower=True)),
     Claim("pw_small_pr_train", "Projection regularisation raises train perplexity (small, no dropout).",
-          "Press & Wolf 2017, Table 6", "press_wolf", pw_small_pr_raises_train),
+          "Press & Wolf 2017, Table 6", "press_wolf",
+          partial(_train_change, after="small_pr", lower=False)),
     Claim("pw_pr_helps", "Projection regularisation lowers valid and test perplexity without dropout.",
-          "Press & Wolf 2017, Table 6", "press_wolf", pw_pr_helps_without_dropout),
+          "Press & Wolf 2017, Table 6", "press_wolf",
+          partial(_pairs_lower_eval, table="pw_table6", pairs=[("small", "small_pr"), ("small_wt", "small_wt_pr")],
+                  missing="no pair of Table 6 rows with and without PR present")),
     Claim("pw_wtpr_best", "WT+PR is the best of the four small models.",
           "Press & Wolf 2017, Table 6", "press_wolf", pw_wt_pr_best_small),
     Claim("inan_al_vd", "The augmented loss (AL) lowers valid and test perplexity below VD-LSTM (small).",
@@ -699,22 +637,21 @@ CLAIMS: list[Claim] = [
 
 
 # The runs each claim rests on: a pattern over the result paths that carry provenance (sources.load_provenance).
-_TABLE6, _INAN1, _FIG1 = r"/press_wolf/small(_wt)?(_pr)?/seed", r"/inan/table1/", r"/inan/subspace/|/inan_figure1"
 RESTS_ON = {
-    "pw_small_tying": _TABLE6, "pw_large_tying": r"/press_wolf/large[^@/]*/seed",
-    "pw_regulariser": r"/press_wolf/large[^@/]*/seed", "pw_small_wt_train": _TABLE6, "pw_small_pr_train": _TABLE6,
-    "pw_pr_helps": _TABLE6, "pw_wtpr_best": _TABLE6, "inan_al_vd": _INAN1, "inan_re_vd": _INAN1,
-    "inan_al_small": _INAN1, "inan_re_large": _INAN1, "inan_real_best": _INAN1, "inan_subspace": _FIG1,
-    "inan_subspace_rapid": _FIG1, "inan_subspace_tau": _FIG1, "il_theory": r"/initial_loss/",
-    "il_rescale": r"/initial_loss/", "il_standard": r"/initial_loss/", "scale_share": r"/model_families",
-    "emb_tied_output": r"/scale/runs/|/embedding_similarity", "scale_data_gain": r"/scale/runs/|/scale_data",
-    "scale_model_share": r"/scale/runs/|/gain_by_seed",
+    r"/press_wolf/small(_wt)?(_pr)?/seed": ("pw_small_tying", "pw_small_wt_train", "pw_small_pr_train", "pw_pr_helps",
+                                            "pw_wtpr_best"),
+    r"/press_wolf/large[^@/]*/seed": ("pw_large_tying", "pw_regulariser"),
+    r"/inan/table1/": ("inan_al_vd", "inan_re_vd", "inan_al_small", "inan_re_large", "inan_real_best"),
+    r"/inan/subspace/|/inan_figure1": ("inan_subspace", "inan_subspace_rapid", "inan_subspace_tau"),
+    r"/initial_loss/": ("il_theory", "il_rescale", "il_standard"), r"/model_families": ("scale_share",),
+    r"/scale/runs/|/embedding_similarity|/scale_data|/gain_by_seed": ("emb_tied_output", "scale_data_gain",
+                                                                      "scale_model_share"),
 }
 
 
 def dirty_runs(results, claim_id: str) -> list[str]:
     """The runs (result paths) a claim rests on that were made from a tree with uncommitted changes."""
-    pattern = re.compile(RESTS_ON[claim_id])
+    pattern = re.compile("|".join(p for p, ids in RESTS_ON.items() if claim_id in ids) or "$^")
     return [p["path"] for p in results.provenance
             if pattern.search("/" + p["path"]) and (p["provenance"].get("git") or {}).get("dirty")]
 

@@ -35,26 +35,6 @@ def _device_of(p: dict) -> str:
     return name
 
 
-def _job_device(job: str, records: list[dict]) -> str:
-    """Device of a benchmarked job, from the provenance of the result it wrote: the result at the same
-    path (results/<job>/...), else the single result of the same experiment and folder whose name ends
-    the job's name (benchmarks/initial_loss/sweep_d64 <-> initial_loss/runs/d64.csv)."""
-    labels = {run_label(p["path"]): p["provenance"] for p in records}
-    if job in labels:
-        return _device_of(labels[job])
-    head, _, last = job.rpartition("/")
-    exp = job.split("/", 1)[0]
-    hits = []
-    for label, block in labels.items():
-        if label.split("/", 1)[0] != exp:
-            continue
-        stem = label.rpartition("/")[2].split(".", 1)[0]
-        if stem and (last.endswith(stem) or stem.startswith(last)):
-            hits.append(block)
-    devices = {_device_of(b) for b in hits}
-    return devices.pop() if len(devices) == 1 else NOT_RECORDED
-
-
 def _recorded(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` without the columns that say 'not recorded' (or nothing) on every row."""
     keep = [c for c in frame.columns if not frame[c].isin([NOT_RECORDED, NO_VALUE, None, ""]).all()]
@@ -76,15 +56,13 @@ def section_compute(ctx) -> str:
     if b is None:
         out.append(B.notice("Benchmark files (results/benchmarks/): not run in this protocol."))
     else:
-        b = b.copy()
-        b["device"] = [_job_device(job, res.provenance) for job in b["job"]]
         folder = res.root / "benchmarks"
         table = B.table(_recorded(b), {"experiment": "experiment", "job": "job", "wall_s": "wall (s)",
                                        "cpu_s": "CPU (s)", "mean_load": "mean load (%)",
-                                       "max_rss_mib": "peak RSS (MiB)", "device": "device"},
+                                       "max_rss_mib": "peak RSS (MiB)"},
                         keep=("job", "wall_s", "cpu_s", "max_rss_mib"),
-                        caption="Wall time, CPU time, mean CPU load (%) and peak resident memory per job; device "
-                                "from the job's provenance where the job wrote one.",
+                        caption="Wall time, CPU time, mean CPU load (%) and peak resident memory per job (the "
+                                "device of each run: Provenance).",
                         source=B.link(f"{res.root.name}/benchmarks/", folder, ctx.md_path.parent))
         out += [totals_line(b), B.details_md(f"Per job ({len(b)} Snakemake benchmark files)", table)]
     out.append("### Throughput and memory benchmarks")
@@ -103,7 +81,7 @@ def section_compute(ctx) -> str:
                                    "measured while the machine was not idle is not comparable with idle figures.",
                            source=ctx.source("press_wolf_speed")))
     for item in res.throughput:
-        rows = [{"key": k, "value": v} for k, v in _flatten(item["data"]).items() if not k.startswith("provenance")]
+        rows = [{"key": k, "value": v} for k, v in flatten(item["data"]).items() if not k.startswith("provenance")]
         out.append(B.details_md(f"Benchmark record {item['path']}",
                                 B.table(pd.DataFrame(rows), keep=("key", "value"), digits={"value": 3},
                                         source=B.link(item["path"], res.root.parent / item["path"],
@@ -111,21 +89,18 @@ def section_compute(ctx) -> str:
     return B.join(out)
 
 
-def _flatten(obj, prefix: str = "") -> dict:
-    """Nested JSON -> {"a.b[0].c": value}; lists of scalars become one comma-separated value."""
-    if isinstance(obj, dict):
+def _joined(value):
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
+
+
+def flatten(obj, leaf=_joined, prefix: str = "") -> dict:
+    """Nested JSON -> {"a.b[0].c": leaf(value)}; a list of scalars is one leaf (by default comma-separated)."""
+    if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj)):
         out = {}
-        for k, v in obj.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+            out |= flatten(v, leaf, f"{prefix}[{k}]" if isinstance(obj, list) else f"{prefix}.{k}" if prefix else str(k))
         return out
-    if isinstance(obj, list):
-        if all(not isinstance(v, (dict, list)) for v in obj):
-            return {prefix: ", ".join(str(v) for v in obj)}
-        out = {}
-        for i, v in enumerate(obj):
-            out.update(_flatten(v, f"{prefix}[{i}]"))
-        return out
-    return {prefix: obj}
+    return {prefix: leaf(obj)}
 
 
 # --------------------------------------------------------------------------------- provenance

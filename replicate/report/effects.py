@@ -1,18 +1,7 @@
-"""One verdict per claim, by one fixed rule over the claim's effects and its own check.
-
-An ``Effect`` is one number a claim is about (for example "valid ppl, small − small+WT"), signed so
-that a positive value points the way the claim says, measured by the paper and by us, with the
-seed-noise allowance on ours (``replicate.report.noise``: a 95 % t interval). ``judge`` gives the one
-verdict (``RULE`` is the text the report prints):
-
-1. a table or row the claim needs is missing: **not run**;
-2. an effect outside its allowance in the other direction: **does not hold**;
-3. an effect within its allowance, or without one (one seed where the rule needs a repeat):
-   **inconclusive**;
-4. the claim's own check fails (for a reason no effect carries): **does not hold**;
-5. an effect far short of the paper's (under 1/FACTOR of it), or a value to reach (a level, such as a
-   distance near 0.06) off the paper's by more than FACTOR either way: **does not hold**;
-6. otherwise **holds**. A claim without effects (a tolerance or a trend test) keeps its own check.
+"""One verdict per claim, by one fixed rule over the claim's own check and its effects (``judge``; ``RULE``
+is the rule as the report prints it). An ``Effect`` is one number a claim is about (for example "valid ppl,
+small − small+WT"), signed so that a positive value points the way the claim says, the paper's beside ours,
+with the seed-noise allowance on ours (``replicate.report.noise``: a 95 % t interval).
 """
 
 from __future__ import annotations
@@ -60,7 +49,7 @@ def _short(e: Effect) -> bool:
 
 
 def judge(check: str, effects: list[Effect]) -> tuple[str, str]:
-    """(verdict, why) by the rule of the module docstring; ``check`` is the claim's own check's status."""
+    """(verdict, why) by ``RULE``, in its order; ``check`` is the status of the claim's own check."""
     if check == NOT_RUN:
         return NOT_RUN, ""
     measured = [e for e in effects if e.ours is not None and math.isfinite(e.ours)]

@@ -36,6 +36,7 @@ COLUMNS = {
     "gradual_in_beta": "gradual in β", "lower_at_larger_tau": "lower at larger τ",
     "distance_beta1": "distance at β = 1", "angle_distance_beta1": "principal-angle distance at β = 1",
     "slice_start": "slice start", "embedding_norm": "unit norm on", "output_init": "W init",
+    "pr_form": "PR form", "gate_bias": "gate bias", "pr_lambda": "PR weight λ",
 }
 
 VALUES = {
@@ -73,9 +74,9 @@ def value(text: str) -> str:
 
 
 def cell(name: str) -> str:
-    """A Press & Wolf cell id as the paper names the row: small_wt_pr -> small+WT+PR; its overrides in words
-    (small_wt_pr@gate_bias=torch@epochs=2 -> small+WT+PR (gate bias torch, epochs 2))."""
+    """A Press & Wolf cell id as the paper names the row: small_wt_pr -> small + WT + PR; its overrides in
+    words (small_wt_pr@gate_bias=torch@epochs=2 -> small + WT + PR (gate bias torch, epochs 2))."""
     base, *overrides = name.split("@")
     first, *parts = base.split("_")
     words = ", ".join(column(k) + " " + value(v) for k, _, v in (o.partition("=") for o in overrides))
-    return "+".join([first, *(p.upper() for p in parts)]) + (f" ({words})" if words else "")
+    return " + ".join([first, *(p.upper() for p in parts)]) + (f" ({words})" if words else "")

@@ -1,17 +1,10 @@
 """Seed noise measured from the repeated runs a results folder holds, one pool per protocol.
 
-A run is a ``metrics.json`` under ``press_wolf/<cell>/seed<k>/`` or ``inan/table1/<data set>/<row>[/seed<k>]/``
-(seed from the folder, else from its ``settings``). Runs of the same cell id (overrides included) form a
-group; a group with two or more seeds is a repeat. The protocol of a run is its experiment plus the
-cell's overrides (``press_wolf`` for the cells' own settings, ``press_wolf@epochs=2`` for a 2-epoch
-variant): runs at other settings never lend their noise to a claim.
-
-Per protocol and metric the pooled relative seed standard deviation is
-``s = sqrt(sum over groups and seeds of (x / group mean - 1)^2 / sum over groups of (n - 1))``, each
-split (valid, test, train) on its own. The allowance on a difference between two rows at perplexity
-level ``L`` with ``n_a`` and ``n_b`` seeds is the half-width of its 95 % t interval,
-``t(0.975, dof) s L sqrt(1/n_a + 1/n_b)`` with the pool's degrees of freedom (scipy.stats.t): one pair
-of runs (1 dof) gives t = 12.7, not the 2 of a z. Each run's cost is read from its Snakemake benchmark file (``benchmarks/<run>.tsv``).
+A run is a ``metrics.json`` under ``press_wolf/<cell>/seed<k>/`` or ``inan/table1/<data set>/<row>[/seed<k>]/``.
+Runs of the same cell id (overrides included) form a group, a repeat when it has two or more seeds; runs at
+other settings (another protocol: ``press_wolf@epochs=2``) never lend their noise. The pooled relative seed
+sd per split and the 95 % t allowance on a difference: docs/report.md, "The seed-noise allowance". Each
+run's cost is read from its Snakemake benchmark file.
 """
 
 from __future__ import annotations
@@ -23,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from replicate.report.labels import cell, column, value
 
 METRICS = ("valid_ppl", "test_ppl", "train_ppl")
 RUN_GLOBS = ("press_wolf/*/seed*/metrics.json", "inan/table1/*/*/metrics.json", "inan/table1/*/*/seed*/metrics.json")
@@ -48,8 +43,6 @@ class Pool:
 
     def cells(self) -> str:
         """The repeated cells in words with their seeds: 'small: seeds 1, 2'."""
-        from replicate.report.labels import cell
-
         return "; ".join(f"{cell(c) if '/' not in c else c.replace('/', ' ')}: seeds {', '.join(map(str, sorted(s)))}"
                          for c, s in sorted(self.repeated.items()))
 
@@ -74,8 +67,6 @@ class Pool:
     def label(self) -> str:
         base, _, over = self.protocol.partition("@")
         plain, varied = PROTOCOL_NAMES.get(base, (base, f"{base} with"))
-        from replicate.report.labels import column, value
-
         words = ", ".join(f"{column(k)} {value(v)}" for k, _, v in (o.partition("=") for o in over.split("@")))
         return f"{varied} {words}" if over else plain
 
@@ -153,12 +144,8 @@ def allowance(pools: dict[str, Pool], protocols: list[str], level: float, n_a: i
         dof = pool.dof(metric)
         t = t_factor(dof)
         value = t * s * level * math.sqrt(1 / n_a + 1 / n_b)
-        how = "" if i == 0 else f"borrowed: no repeated run at {_name(protocols[0])}; "
+        how = "" if i == 0 else f"borrowed: no repeated run at {Pool(protocols[0]).label()}; "
         flag = ", ".join(f for f in ("borrowed" if i else "", "one pair" if dof == 1 else "") if f)
         return Allowance(value, f"{how}seed sd {s:.2%} of {metric.split('_')[0]} ppl from {pool.label()} "
                                 f"({len(pool.runs())} runs, {dof} dof, t = {t:.3g})", flag)
-    return Allowance(None, "no repeated run at " + " nor at ".join(_name(p) for p in protocols))
-
-
-def _name(protocol: str) -> str:
-    return Pool(protocol).label()
+    return Allowance(None, "no repeated run at " + " nor at ".join(Pool(p).label() for p in protocols))

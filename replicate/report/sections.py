@@ -20,9 +20,9 @@ from replicate.inan.shape import RAPID_FACTOR
 from replicate.report import blocks as B
 from replicate.report import claims as claims_mod
 from replicate.report import labels
-from replicate.report.format import NO_VALUE, NOT_RUN, fmt_percent
+from replicate.report.format import NO_VALUE, NOT_RUN
 from replicate.report.sources import Results, run_label
-from replicate.report.compute import section_compute, section_provenance
+from replicate.report.compute import flatten, section_compute, section_provenance
 from replicate.report.summary import answer, section_summary
 
 # Figures each section shows: explicit stems first, then prefixes (a figure goes to the first
@@ -38,13 +38,7 @@ CAPTIONS = {
     "report_press_wolf_learning_curves":
         "Learning curves: train perplexity (running, as the reference code reports it) and valid perplexity "
         "per epoch, tied vs untied output, with and without projection regularisation (log scale).",
-    "initial_loss_vs_width":
-        "Initial loss vs model width with zero-initialised residual branches: measured (mean ± sd over seeds) "
-        "against log(exp(dσ)+n−1) and the rescaled theory; the red line is log n.",
-    "initial_loss_standard_init":
-        "Initial loss vs width with standard init (every matrix N(0, σ²), branches not zero): tied and untied.",
-    "embedding_share": "Embedding share of parameters against model size for public model families.",
-}
+}  # the other figures' captions: workflow/report/*.rst
 
 
 @dataclass
@@ -107,7 +101,7 @@ def _config_diff(ctx: Context, section: str) -> str:
     """Every config key of ``section`` whose value differs from the papers' full protocol."""
     if not ctx.sections or not ctx.full_protocol or section not in ctx.sections:
         return ""
-    ours, full = _flat_config(ctx.sections[section]), _flat_config(ctx.full_protocol.get(section) or {})
+    ours, full = (flatten(ctx.sections[section], json.dumps), flatten(ctx.full_protocol.get(section) or {}, json.dumps))
     keys = sorted(k for k in set(ours) | set(full) if ours.get(k, "—") != full.get(k, "—"))
     if not keys:
         return f"Configuration: identical to the papers' full protocol (`config/paper.yaml`, `{section}`)."
@@ -115,15 +109,6 @@ def _config_diff(ctx: Context, section: str) -> str:
                    f"`{section}`):",
                    B.bullets([f"{B.code(k)}: {B.code(ours.get(k, '—'))} (full protocol: {B.code(full.get(k, '—'))})"
                               for k in keys])])
-
-
-def _flat_config(obj, prefix: str = "") -> dict[str, str]:
-    if isinstance(obj, dict):
-        out: dict[str, str] = {}
-        for k, v in obj.items():
-            out.update(_flat_config(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: json.dumps(obj, sort_keys=True)}
 
 
 def _protocols(ctx: Context, parts: dict[str, str]) -> str:
@@ -215,7 +200,7 @@ def _pw_variants(ctx: Context) -> str:
             continue
         why = " ".join(dict.fromkeys(VARIANT_WHY.get(k, "") for k in over if k != "epochs" or len(over) == 1))
         rows.append({"cell": labels.cell(base),
-                     "changed": "; ".join(f"{k} = {labels.value(str(v))}" for k, v in over.items()),
+                     "changed": "; ".join(f"{labels.column(k)} = {labels.value(str(v))}" for k, v in over.items()),
                      "seeds": ", ".join(r["_seed"] for r in runs),
                      "epochs": max(int(r.get("epochs_completed") or 0) for r in runs),
                      **{f"{k}_ppl": sum(float(r[f"{k}_ppl"]) for r in runs) / len(runs) for k in ("train", "valid", "test")},
@@ -231,23 +216,14 @@ def _pw_variants(ctx: Context) -> str:
                                    "metrics.json (mean over seeds). No published number exists for them.")])
 
 
-def _pw_protocol(ctx: Context, frame: pd.DataFrame) -> str:
-    """The section's protocol in words: what 'reduced' means for the paper's rows."""
-    labels_ = ", ".join(f"`{p}`" for p in dict.fromkeys(frame["protocol"].astype(str)))
-    return (f"Protocol: {labels_}. The label is the default preset's as a whole; the paper's rows below run each "
-            "cell at the paper's own settings (the authors' TF r0.8 scripts: 13 epochs, no dropout, their "
-            "schedule, gate biases and PR form), nothing shortened. Only the variants change a setting, and their "
-            "names say which.")
-
-
 def _pw_table(ctx: Context, key: str) -> str:
     frame = ctx.results.raw[key].copy()
     frame = frame[~frame["cell"].astype(str).str.contains("@")]  # variants: their own table
     frame.insert(0, "model", frame["row"].where(frame["row"].notna(), frame["cell"]))
     cols = {"model": "model", "params_m_ours": "params (M)", "train_ours": "train (running) ours",
             "train_paper": "train (running) paper", "train_clean_ours": "train (clean) ours", **_ours_paper(frame),
-            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd", "epochs": "epochs", "schedule": "schedule", "gate_bias": "gate bias",
-            "pr_form": "PR form", "pr_lambda": "PR weight λ"}
+            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd",
+            **{k: labels.column(k) for k in ("epochs", "schedule", "gate_bias", "pr_form", "pr_lambda")}}
     table = B.table(frame, cols, keep=("model",), partial=("pr_lambda", "pr_form"), percent=_rel_cols(frame),
                     caption=f"Our perplexities (mean over seeds; sd over a cell's seeds, — with one seed) beside "
                             f"Press & Wolf's. {PW_TRAIN_LEGEND}",
@@ -257,9 +233,8 @@ def _pw_table(ctx: Context, key: str) -> str:
 
 def section_press_wolf(ctx: Context) -> str:
     res = ctx.results
-    out: list[str] = [answer(ctx, "press_wolf")]
-    if "press_wolf_table6" in res.raw:
-        out.append(_pw_protocol(ctx, res.raw["press_wolf_table6"]))
+    out: list[str] = [answer(ctx, "press_wolf"), _protocols(ctx, {"Table 6": "press_wolf_table6",
+                                                                  "Table 5": "press_wolf_table5"})]
     for name, title in (("table6", "Table 6: small model, no dropout"), ("table5", "Table 5: large models")):
         key = f"press_wolf_{name}"
         out.append(f"### Press & Wolf {title}")
@@ -364,26 +339,6 @@ def section_initial_loss(ctx: Context) -> str:
 
 
 # --------------------------------------------------------------------------------------- Inan
-INAN_BAR = 0.05  # a Table 1 row reproduces when its valid and test perplexity are within 5 % of the paper's
-
-
-def _inan_outside_bar(t: pd.DataFrame) -> str:
-    """One sentence naming the Table 1 rows more than INAN_BAR from the paper, and by how much."""
-    rel = _rel_cols(t)
-    if not rel or t[rel].isna().all().all():
-        return ""
-    rows = []
-    for _, row in t.iterrows():
-        over = [f"{c.split('_')[0]} {fmt_percent(row[c])}" for c in rel if pd.notna(row[c]) and abs(row[c]) > INAN_BAR]
-        if over:
-            rows.append(f"{row['dataset']} {row['size']} {row['model']} ({', '.join(over)})")
-    if not rows:
-        return f"Every row is within {INAN_BAR:.0%} of the paper's valid and test perplexity."
-    return (f"More than {INAN_BAR:.0%} from the paper's valid or test perplexity: {'; '.join(rows)}. "
-            "What was tried for the published run's rows that miss, with their per-epoch evidence: "
-            "docs/inan.md, Findings.")
-
-
 def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
     cols = {"dataset": "data set", "size": "size", "model": "model",
@@ -394,7 +349,6 @@ def _inan_table1(ctx: Context) -> str:
                                      caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / "
                                              "paper; — = no number in the paper.",
                                      source=ctx.source("inan_table1")),
-                   _inan_outside_bar(t),
                    _listed(t, _first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
 
 
@@ -438,7 +392,8 @@ def _inan_readings(ctx: Context) -> str:
 
 def section_inan(ctx: Context) -> str:
     res = ctx.results
-    out = [answer(ctx, "inan"), _protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
+    out = [answer(ctx, "inan"),
+           _protocols(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
                             "section 6.2": "inan_figure1", "its readings": "inan_subspace_readings"}),
            "### Table 1: AL, RE and REAL",
            _inan_table1(ctx) if "inan_table1" in res.raw else _missing("Inan et al. Table 1"),
@@ -476,9 +431,6 @@ def section_inan(ctx: Context) -> str:
 # -------------------------------------------------------------------------------- scale study
 # (result, heading, caption, columns shown: None = all; the full file is linked under each table)
 SCALE_TABLES = (
-    ("scale_claims", "The study's own trend tests", "Verdicts the scale study computes itself (slope beyond 2 "
-     "standard errors; 'inconclusive' otherwise). The summary's scale claims apply the same rule.",
-     {"claim_id": "id", "claim": "claim", "verdict": "verdict", "value": "slope", "evidence": "evidence"}),
     ("scale_gain", "Tying gain at every point of the study", "Mean over seeds; gain = valid ppl untied − tied; "
      "sem = standard error of the mean over seeds.",
      ["study", "dataset", "pct", "train_tokens", "hidden", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean",

@@ -42,7 +42,6 @@ class Results:
     # displayed as is
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written
     paths: dict[str, str] = field(default_factory=dict)             # name -> path relative to the root's parent
-    il_metrics: dict | None = None
     il_memory: dict | None = None
     benchmarks: pd.DataFrame | None = None
     speed: pd.DataFrame | None = None                               # the engine vs a plain loop
@@ -115,8 +114,6 @@ def load(root: str | Path = "results") -> Results:
     _table(res, root, "initial_loss_theory", P.IL_THEORY, [])
     res.families = _table(res, root, "model_families", P.IL_FAMILIES, ["model", "vocab_size", "d_model",
                           "n_layers", "tied", "total_params", "embedding_share", "source"])
-    if (root / P.IL_METRICS).is_file():
-        res.il_metrics = json.loads((root / P.IL_METRICS).read_text())
     if (root / P.IL_MEMORY).is_file():
         res.il_memory = json.loads((root / P.IL_MEMORY).read_text())
 
@@ -146,8 +143,7 @@ def load(root: str | Path = "results") -> Results:
             model = by_seed[by_seed["study"] == "model"]
             if len(model):
                 res.scale_model = model.rename(columns={"embedding_share_untied": "embedding_share"})
-    for key, rel, cols in (("scale_claims", P.SCALE_CLAIMS, ["claim_id", "verdict", "protocol"]),
-                           ("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
+    for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
                            ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
         _table(res, root, key, rel, cols)
     res.embedding_similarity = _table(res, root, "embedding_similarity", P.SCALE_SIMILARITY,

@@ -97,12 +97,8 @@ def pools_table(res) -> str:
                            "the runs' Snakemake benchmark times.")
 
 
-def counts(verdicts) -> dict[str, int]:
-    return {s: sum(v.verdict == s for _, v in verdicts) for s in E.STATUSES}
-
-
 def count_line(verdicts) -> str:
-    n = counts(verdicts)
+    n = {s: sum(v.verdict == s for _, v in verdicts) for s in E.STATUSES}
     return (f"{n[E.HOLDS]} hold, {n[E.INCONCLUSIVE]} inconclusive, {n[E.FAILS]} do not hold, "
             f"{n[NOT_RUN]} not run")
 
@@ -120,32 +116,39 @@ def section_summary(ctx) -> str:
                             "direction; seeds: seeds behind each of our numbers."
                             + (f" {dirty} verdicts rest on runs made from a tree with uncommitted changes "
                                f"(marked \"{DIRTY}\"; Provenance lists them)." if dirty else ""))
-    noise = ("Seed-noise allowance: the half-width of the 95 % t interval of the difference, "
-             "t(dof)·s·L·√(1/n₁ + 1/n₂), with s the pooled relative seed standard deviation of the repeated runs at "
-             "the claim's own protocol for that split (valid, test or train), dof its degrees of freedom, L the "
-             "perplexity level and n the seeds of each row. Runs at other settings never lend their noise, except "
-             "Inan et al.'s Table 1 rows, which borrow that of Press & Wolf's cells at their own settings where they "
-             "have no repeat; an allowance so borrowed, or resting on one pair of runs (1 dof), says so at the "
-             "number. The sources used here: " + "; ".join(B.escape(n) for n in sorted(
+    noise = ("Seed-noise allowance: the 95 % t half-width of the difference, t(dof)·s·L·√(1/n₁ + 1/n₂), with s the "
+             "pooled relative seed sd of the repeated runs at the claim's protocol for that split, L the perplexity "
+             "level and n each row's seeds. Inan et al.'s Table 1 rows without a repeat borrow Press & Wolf's; a "
+             "borrowed allowance, or one resting on one pair of runs (1 dof), says so at the number. Sources: " + "; ".join(B.escape(n) for n in sorted(
                  {e.noise for _, v in ctx.verdicts for e in v.effects if e.noise and v.status != NOT_RUN})) + ".")
-    evidence = B.bullets([f"{B.escape(c.statement)}: {B.escape(v.evidence)}" for c, v in ctx.verdicts])
+    evidence = B.bullets([f"{B.escape(c.statement.rstrip('.'))}: {B.escape(v.evidence)}" for c, v in ctx.verdicts])
     return B.join([f'<div class="verdicts">\n\n{table}\n\n</div>', E.RULE, noise, pools_table(res),
                    B.details_md("Evidence for each verdict, from our result tables", evidence)])
 
 
 # ------------------------------------------------------------------------------ the first screen
-def rows_within(frame: pd.DataFrame | None, bar: float) -> tuple[int, int, float] | None:
-    """(rows with valid and test within ``bar`` of the paper's, rows with a paper number, largest |gap|)."""
-    if frame is None:
-        return None
-    cols = [c for c in frame.columns if c.endswith("rel_diff") and c.split("_")[0] in ("valid", "test")]
-    part = frame.dropna(subset=cols, how="all") if cols else frame.iloc[0:0]
-    if "cell" in part.columns:  # Press & Wolf's variants (cell@overrides) are not rows of the paper
+BARS = {"press_wolf": ("press_wolf_table6", PW_BAR, "Table 6"), "inan": ("inan_table1", INAN_BAR, "Table 1")}
+
+
+def table_line(res, section: str) -> str:
+    """'Table 1: 2 of 4 rows within 5 % of the paper's valid and test perplexity; more than that: small +AL
+    (valid +7.6%, test +7.5%)' for a paper section's table ('' without one). Variant cells are no paper rows."""
+    key, bar, name = BARS[section]
+    frame = res.raw.get(key)
+    cols = [c for c in (frame.columns if frame is not None else []) if c in ("valid_rel_diff", "test_rel_diff")]
+    part = frame.dropna(subset=cols, how="all") if cols else None
+    if part is not None and "cell" in part.columns:
         part = part[~part["cell"].astype(str).str.contains("@")]
-    if part.empty:
-        return None
-    gaps = part[cols].abs().max(axis=1)
-    return int((gaps <= bar).sum()), len(part), float(gaps.max())
+    if part is None or part.empty:
+        return ""
+    far = []
+    for _, row in part.iterrows():
+        over = [f"{c.split('_')[0]} {fmt_percent(row[c])}" for c in cols if pd.notna(row[c]) and abs(row[c]) > bar]
+        if over:
+            far.append(f"{row['row'] if 'row' in row else row['size'] + ' ' + row['model']} ({', '.join(over)})")
+    within = len(part) - len(far)
+    return (f"{name}: {within} of {len(part)} rows within {bar:.0%} of the paper's valid and test perplexity"
+            + (f"; more than that: {'; '.join(far)}" if far else ""))
 
 
 def _effect_of(verdicts, claim_id: str) -> str:
@@ -157,65 +160,43 @@ def _effect_of(verdicts, claim_id: str) -> str:
 
 
 def _claim_phrase(claim, v) -> str:
-    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's."""
-    detail = v.why or "; ".join(E.describe(e) for e in v.effects[:1])
+    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's, or
+    (a claim judged by its own test) its evidence."""
+    detail = v.why or ("; ".join(E.describe(e) for e in v.effects[:1]) if v.effects else v.evidence)
     return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
-
-
-BARS = {"press_wolf": ("press_wolf_table6", PW_BAR, "Table 6"), "inan": ("inan_table1", INAN_BAR, "Table 1")}
 
 
 def answer(ctx, section: str) -> str:
     """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
-    res, verdicts = ctx.results, [(c, v) for c, v in ctx.verdicts if c.section == section]
-    within = rows_within(res.raw.get(BARS[section][0]), BARS[section][1]) if section in BARS else None
-    parts = [f"{BARS[section][2]}: {within[0]} of {within[1]} rows within {BARS[section][1]:.0%} of the paper's "
-             f"valid and test perplexity (largest gap {fmt_percent(within[2], signed=False)})"] if within else []
+    verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
+    parts = [table_line(ctx.results, section)] if section in BARS else []
     for status, words in ((E.HOLDS, "holds"), (E.INCONCLUSIVE, "inconclusive"), (E.FAILS, "does not hold")):
         named = [_claim_phrase(c, v) for c, v in verdicts if v.verdict == status]
-        if named:
-            parts.append(f"{words}: " + "; ".join(named))
+        parts.append(f"{words}: " + "; ".join(named) if named else "")
+    parts = [p for p in parts if p]
     return "**In brief.** " + ". ".join(p[0].upper() + p[1:] for p in parts) + "." if parts else ""
 
 
-def _line(verdicts) -> str:
-    ran = [(c, v) for c, v in verdicts if v.verdict != NOT_RUN]
-    return f"claims: {count_line(verdicts)}" if ran else "no claim run here"
-
-
 def glance(ctx) -> str:
-    """3-5 lines: per paper, how its tables and claims came out here (one verdict each), and what was not run."""
+    """3-5 lines: per paper, how its table and claims came out here (one verdict each), and what was not run."""
     res, verdicts = ctx.results, ctx.verdicts
-    by = {key: [(c, v) for c, v in verdicts if c.paper.startswith(key)] for key in PAPERS}
-    lines = []
-    pw = rows_within(res.raw.get("press_wolf_table6"), PW_BAR)
-    parts = [f"**{arxiv(*PAPERS['Press & Wolf'])}**, baselines from {arxiv(*ZAREMBA)}:"]
-    if pw:
-        parts.append(f"Table 6: {pw[0]}/{pw[1]} rows within {PW_BAR:.0%} of the paper's valid and test perplexity "
-                     f"(largest gap {fmt_percent(pw[2], signed=False)}).")
-    parts.append(_line(by["Press & Wolf"]).capitalize() + ".")
-    if res.pw_table5 is None:
-        parts.append("Not run here: Table 5 (large models, the `paper` preset).")
-    lines.append(" ".join(parts))
-    inan = rows_within(res.raw.get("inan_table1"), INAN_BAR)
-    parts = [f"**{arxiv(*PAPERS['Inan'])}**:"]
-    if inan:
-        sizes = ", ".join(dict.fromkeys(res.inan_table1["size"].astype(str)))
-        parts.append(f"Table 1 ({sizes}): {inan[0]}/{inan[1]} rows within {INAN_BAR:.0%} (largest gap "
-                     f"{fmt_percent(inan[2], signed=False)}).")
-    for claim_id, what in (("inan_al_vd", "AL gain over VD-LSTM"), ("inan_subspace", "Section 6.2 distance at β = 1")):
-        if _effect_of(verdicts, claim_id):
-            parts.append(f"{what}: {_effect_of(verdicts, claim_id)}.")
-    parts.append(_line(by["Inan"]).capitalize() + ".")
     ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
-    missing = [s for s in C.INAN_SIZES if s not in ran]
-    if missing:
-        parts.append(f"Not run here: Table 1 {' and '.join(missing)} (the `paper` preset, a GPU).")
-    lines.append(" ".join(parts))
+    missing = {"Press & Wolf": "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "",
+               "Inan": " and ".join(f"Table 1 {s}" for s in C.INAN_SIZES if s not in ran)
+               + " (the `paper` preset, a GPU)" if ran != set(C.INAN_SIZES) else ""}
+    headline = {"Inan": (("inan_al_vd", "AL gain over VD-LSTM"), ("inan_subspace", "Section 6.2 distance at β = 1"))}
+    lines = []
+    for key, section in (("Press & Wolf", "press_wolf"), ("Inan", "inan")):
+        mine = [(c, v) for c, v in verdicts if c.paper.startswith(key)]
+        parts = [f"**{arxiv(*PAPERS[key])}**" + (f", baselines from {arxiv(*ZAREMBA)}" if key == "Press & Wolf"
+                                                  else "") + ":", table_line(res, section) + "."]
+        parts += [f"{what}: {_effect_of(mine, cid)}." for cid, what in headline.get(key, ()) if _effect_of(mine, cid)]
+        parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing[key]}." if missing[key] else ""]
+        lines.append(" ".join(p for p in parts if p not in ("", ".")))
     rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(k) for k in PAPERS)]
     lines.append(f"**Initial loss, embedding share and the scale study** (the essay's claims): {count_line(rest)}.")
-    dirty = [c.id for c, v in verdicts if DIRTY in shown(c, v, res)]
+    dirty = sum(DIRTY in shown(c, v, res) for c, v in verdicts)
     if dirty:
-        lines.append(f"{len(dirty)} of these verdicts rest on runs made from a tree with uncommitted changes "
-                     f"(marked in the summary).")
+        lines.append(f"{dirty} of these verdicts rest on runs made from a tree with uncommitted changes "
+                     "(marked in the summary).")
     return f'<div class="glance">\n\n**The answer in brief**\n\n{B.bullets(lines)}\n\n</div>'
