@@ -1,6 +1,7 @@
 # Cluster resources of the heavy rules (memory, time limit, GPUs), estimated from the model size by
 # replicate/resources.py, and `one_thread_min`, the expected one-thread minutes at measured throughput
-# that `python -m replicate costs` adds up (no scheduler reads it). The experiment rule files use these as `resources` values; a profile's
+# that `python -m replicate costs` adds up (no scheduler reads it). The experiment rule files use these
+# as `resources` values; a profile's
 # `set-resources` (e.g. profiles/slurm/config.yaml) wins over them. Every estimate scales with
 # Snakemake's `attempt`, so a job retried after running out of memory or time (profile `retries:`)
 # asks for 2x, 3x, ... of both. Locally (no cluster) `mem_mb`/`runtime` only matter if you pass
