@@ -73,7 +73,7 @@ def lstm_runtime(settings_of, dataset):
 
 
 def lstm_one_thread_min(settings_of, dataset, slowdown=None):
-    """`one_thread_min` of a rule that trains one LSTM: its expected minutes on one CPU thread at the measured
+    """`one_thread_min` of a rule that trains one LSTM, its expected minutes on one CPU thread at the measured
     throughput (resources.MEASURED_ON), times ``slowdown(wildcards)`` if given. Not a limit: what
     `python -m replicate costs` adds up."""
 
