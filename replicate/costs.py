@@ -118,8 +118,11 @@ def plan(snakemake_args: list[str], remaining: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m replicate costs",
-                                     description="A plan's estimated one-thread CPU hours per experiment.")
+    parser = argparse.ArgumentParser(
+        prog="python -m replicate costs",
+        usage="%(prog)s [--remaining] [--markdown | --write-docs] [TARGETS] [SNAKEMAKE OPTIONS]",
+        description="A plan's estimated one-thread CPU hours per experiment. Every other argument goes to "
+                    "snakemake -n unchanged, e.g.: all --configfile config/smoke.yaml")
     parser.add_argument("--remaining", action="store_true",
                         help="only the jobs still to run (default: the whole plan, as if nothing had run)")
     parser.add_argument("--markdown", action="store_true", help=f"the table only (what {DOCS_PAGE} holds)")

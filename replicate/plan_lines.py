@@ -10,7 +10,7 @@ compares to decide a rerun are untouched:
   and a command still over ``MAX_LINE`` characters is continued over lines (`` \\``), one option a line;
 - a job's input, output and log lists and the file lists in its reason keep their first files and say
   how many more there are;
-- any other plain line longer than ``MAX_LINE`` that is a comma-separated list is wrapped.
+- any other plain line longer than ``MAX_LINE`` is wrapped, and a spec in it (a failed command) shortened.
 
 ``REPLICATE_FULL_PLAN=1`` turns it off (full commands, e.g. to copy a spec)."""
 
@@ -27,8 +27,9 @@ MAX_LINE = 400
 KEEP_FILES = 3
 SPEC_MIN_CHARS = 80  # a quoted JSON object shorter than this is printed as it is
 
-# a single-quoted shell word as shlex.quote writes it: a quote inside is closed, escaped, reopened
-_QUOTED = re.compile(r"'(?:[^']|'\"'\"')*'")
+# a single-quoted JSON object as shlex.quote writes it (a quote inside is closed, escaped, reopened)
+_QUOTED_JSON = re.compile(r"'\{(?:[^']|'\"'\"')*\}'")
+INTERRUPTED = "Terminating processes on user request"  # Snakemake's line when Ctrl-C stops a run
 
 
 def spec_placeholder(spec_text: str) -> str:
@@ -37,18 +38,23 @@ def spec_placeholder(spec_text: str) -> str:
     return f"<spec sha256 {digest}, {len(spec_text):,} chars>"
 
 
-def shorten_command(cmd: str) -> str:
-    """``cmd`` with every long quoted JSON object replaced by its spec_placeholder and every run of
-    file paths (an aggregation's inputs) shortened like shorten_files."""
+def shorten_specs(text: str) -> str:
+    """``text`` with every long quoted JSON object replaced by its spec_placeholder."""
 
     def replace(match: re.Match) -> str:
         word = match.group(0)
-        if len(word) < SPEC_MIN_CHARS or not word.startswith("'{"):
+        if len(word) < SPEC_MIN_CHARS:
             return word
         return spec_placeholder(word[1:-1].replace("'\"'\"'", "'"))  # shlex.quote undone
 
+    return _QUOTED_JSON.sub(replace, text)
+
+
+def shorten_command(cmd: str) -> str:
+    """``cmd`` with its specs shortened (shorten_specs) and every run of file paths (an aggregation's
+    inputs) shortened like shorten_files."""
     words, run = [], []
-    for word in [*_QUOTED.sub(replace, cmd).split(" "), None]:
+    for word in [*shorten_specs(cmd).split(" "), None]:
         if word is not None and "/" in word and not word.startswith(("-", "<", "'", ">", "|")):
             run.append(word)
             continue
@@ -93,7 +99,13 @@ def wrap_long_lines(text: str, width: int = 100) -> str:
 
 
 class ShortPlanFilter(logging.Filter):
-    """Rewrites Snakemake's job-info, shell-command and plain records to short lines (never drops one)."""
+    """Rewrites Snakemake's job-info, shell-command, job-error and plain records to short lines (never drops
+    one). After Ctrl-C a failed job's error says it was interrupted and where its log is, instead of
+    printing the whole log (each job printed its own one-line summary there: replicate/cli.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.interrupted = False
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", "") or "")
@@ -108,8 +120,16 @@ class ShortPlanFilter(logging.Filter):
                 record.shellcmd = shorten_command(record.shellcmd)
             if isinstance(record.msg, str):
                 record.msg = shorten_command(record.msg)
-        elif not event and isinstance(record.msg, str) and not record.args:
-            record.msg = wrap_long_lines(record.msg)
+        elif event == "job_error":
+            if isinstance(getattr(record, "shellcmd", None), str):
+                record.shellcmd = shorten_specs(record.shellcmd)
+            if self.interrupted and getattr(record, "log", None):
+                record.rule_msg = (f"interrupted (Ctrl-C); to resume, run the same snakemake command again; "
+                                   f"its log: {', '.join(record.log)}")
+                record.log = []
+        elif event in ("", "error") and isinstance(record.msg, str) and not record.args:  # plain lines, errors
+            self.interrupted |= record.msg.startswith(INTERRUPTED)
+            record.msg = wrap_long_lines(shorten_specs(record.msg))
         return True
 
 

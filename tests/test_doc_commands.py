@@ -73,10 +73,18 @@ def docs_workflow(tmp_path_factory) -> Path:
     return wd
 
 
+# `snakemake --report` reads a finished run (Snakemake ignores -n there): on a fresh folder the most it can do
+# is load the workflow and find the files missing. tests/test_report_build.py runs it on the smoke run.
+NEEDS_A_FINISHED_RUN = "marked for report but does not exist"
+
+
 @pytest.mark.parametrize(("where", "cmd"), documented_snakemake_commands(), ids=lambda v: v if ":" in v else "")
 def test_documented_command_plans(where, cmd, docs_workflow):
     env = {**os.environ, "SNAKEMAKE": SNAKEMAKE, "REPLICATE_DATA_DIR": str(data_dir()),
            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run(["bash", "-c", as_dry_run(cmd)], cwd=docs_workflow, env=env, capture_output=True,
                           text=True, timeout=600)
-    assert proc.returncode == 0, f"{where}: `{cmd}` does not plan:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    out = proc.stdout + proc.stderr
+    if " --report " in f" {cmd} " and NEEDS_A_FINISHED_RUN in out:
+        return
+    assert proc.returncode == 0, f"{where}: `{cmd}` does not plan:\n{out[-6000:]}"

@@ -68,3 +68,30 @@ def test_default_plan_has_no_line_over_400_characters(workflow_dir):
     assert any("--spec <spec sha256" in line for line in lines), "the plan should print the commands"
     longest = max(lines, key=len)
     assert len(longest) <= 400, f"{len(longest)} characters: {longest[:300]}"
+
+
+def _record(event, **fields):
+    record = logging.LogRecord("snakemake", logging.INFO, "", 0, fields.pop("msg", "x"), None, None)
+    record.event = event
+    record.__dict__.update(fields)
+    return record
+
+
+def test_after_ctrl_c_a_failed_job_names_its_log_instead_of_printing_it():
+    filt = plan_lines.ShortPlanFilter()
+    failed = _record("job_error", log=["results/logs/press_wolf/small/seed1.log"], rule_msg=None,
+                     shellcmd=_command(SPEC))
+    assert filt.filter(failed) and failed.log == ["results/logs/press_wolf/small/seed1.log"], "not interrupted yet"
+    assert "<spec sha256 " in failed.shellcmd
+    filt.filter(_record(None, msg="Terminating processes on user request, this might take some time."))
+    failed = _record("job_error", log=["results/logs/press_wolf/small/seed1.log"], rule_msg=None, shellcmd="x")
+    assert filt.filter(failed) and failed.log == []
+    assert failed.rule_msg == ("interrupted (Ctrl-C); to resume, run the same snakemake command again; "
+                               "its log: results/logs/press_wolf/small/seed1.log")
+
+
+def test_a_failed_command_in_a_plain_message_prints_its_spec_short():
+    for event in (None, "error"):  # a plain line, Snakemake's print_exception
+        record = _record(event, msg=f"Command 'set -euo pipefail; {_command(SPEC)}' returned non-zero exit status 1.")
+        plan_lines.ShortPlanFilter().filter(record)
+        assert "<spec sha256 " in record.msg and "small_wt" not in record.msg, event

@@ -82,7 +82,7 @@ class _Tables(HTMLParser):
             if self.tables:  # a table's source link comes before the next heading or not at all
                 self.tables[-1]["source"] = self.tables[-1]["source"] or ""
         elif tag == "a" and self._link is not None:
-            if self._link.startswith("results/"):
+            if self._link.startswith(("results/", f"{SMOKE_RESULTS}/")):
                 self.tables[-1]["source"] = self._link
             self._link = None
         elif tag == "p" and self._para is not None:
@@ -560,15 +560,17 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
     assert csv_tables, "no result table in the smoke report"
     numeric_cells = 0
     for t in csv_tables:
+        source = t["source"].replace(f"{SMOKE_RESULTS}/", "results/", 1)  # the smoke run's own folder
         check = {IL_SUMMARY: assert_differences_match_csv, SIMILARITY: assert_matrix_matches_csv,
-                 THEORY: assert_theory_matches_csv}.get(t["source"], assert_table_matches_csv)
+                 THEORY: assert_theory_matches_csv}.get(source, assert_table_matches_csv)
         numeric_cells += check(t, smoke_run / t["source"])
     assert numeric_cells > 100, "the smoke report shows (almost) no numbers from the CSVs"
     assert_common_values_above(doc)
     # each result table present in this protocol has its section's table
     for csv in (res / "tables").glob("*.csv"):
-        rel = f"results/tables/{csv.name}"
-        assert rel in NOT_SHOWN or any(t["source"] == rel for t in csv_tables), f"{rel} is not shown in the report"
+        rel = f"{SMOKE_RESULTS}/tables/{csv.name}"
+        assert f"results/tables/{csv.name}" in NOT_SHOWN or any(t["source"] == rel for t in csv_tables), \
+            f"{rel} is not shown in the report"
     # a smoke report says so before anything else; the claims table has one verdict per claim, uncoloured
     assert "SMOKE RUN" in md.split("**The answer in brief**")[0] and "<title>SMOKE RUN:" in html
     verdict = doc.tables[0]["header"].index("verdict")

@@ -139,7 +139,7 @@ def test_dry_run_through_slurm_profile_asks_gpu_and_size_estimates(workflow_dir)
         assert resources["gpu"] == "1", (cell, resources)
         assert int(resources["mem_mb"]) == estimate(cell, device="cuda").mem_mb, (cell, resources)
     assert int(found["large"]["runtime"]) > int(found["small"]["runtime"])
-    proc = run_snakemake(["-n", "results/press_wolf/small/seed1/metrics.json", "--profile", "profiles/slurm",
+    proc = run_snakemake(["-n", f"{SMOKE_RESULTS}/press_wolf/small/seed1/metrics.json", "--profile", "profiles/slurm",
                           "--configfile", "config/smoke.yaml"], cwd=workflow_dir)
     assert re.search(r"resources: [^\n]*gpu=0", proc.stdout + proc.stderr)
 

@@ -1,6 +1,7 @@
 # Cluster resources of the heavy rules (memory, time limit, GPUs), estimated from the model size by
 # replicate/resources.py, and `one_thread_min`, the expected one-thread minutes at measured throughput
-# that `python -m replicate costs` adds up (no scheduler reads it). The experiment rule files use these as `resources` values; a profile's
+# that `python -m replicate costs` adds up (no scheduler reads it). The experiment rule files use these
+# as `resources` values; a profile's
 # `set-resources` (e.g. profiles/slurm/config.yaml) wins over them. Every estimate scales with
 # Snakemake's `attempt`, so a job retried after running out of memory or time (profile `retries:`)
 # asks for 2x, 3x, ... of both. Locally (no cluster) `mem_mb`/`runtime` only matter if you pass
@@ -72,7 +73,7 @@ def lstm_runtime(settings_of, dataset):
 
 
 def lstm_one_thread_min(settings_of, dataset, slowdown=None):
-    """`one_thread_min` of a rule that trains one LSTM: its expected minutes on one CPU thread at the measured
+    """`one_thread_min` of a rule that trains one LSTM, its expected minutes on one CPU thread at the measured
     throughput (resources.MEASURED_ON), times ``slowdown(wildcards)`` if given. Not a limit: what
     `python -m replicate costs` adds up."""
 
