@@ -121,7 +121,7 @@ rule inan_screen_soft_target:
         loss_tokens=INAN_SC["soft_target_loss_tokens"],
         code=code_version("inan"),
     log:
-        "results/logs/inan/screen/{dataset}/{size}_{variant}_{tag}_soft_target.log",
+        R("logs/inan/screen/{dataset}/{size}_{variant}_{tag}_soft_target.log"),
     shell:
         "python -m replicate inan soft-target --corpus {input.corpus} --loss-tokens {params.loss_tokens} "
         "--threads {threads} --out {output:q} {params.run_dir:q} > {log:q} 2>&1"
