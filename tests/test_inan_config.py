@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import printed_specs, run_snakemake
+from support.workflow import printed_specs, run_snakemake
 
 
 def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set(workflow_dir):

@@ -117,6 +117,23 @@ def test_angle_distance_same_orthogonal_and_basis_invariant():
     assert principal_cosines(eye[:, :2], eye[:, [0, 5]]).tolist() == pytest.approx([1.0, 0.0])
 
 
+@pytest.mark.parametrize("angles", [(math.pi / 3, math.pi / 4), (0.3, 1.2, 0.7)])
+def test_angle_distance_known_answer_between_zero_and_one(angles):
+    """Spaces with chosen principal angles theta_i, hidden in a random basis of R^60 and random bases of each
+    space: cosines are cos theta_i, and d = sqrt(1 - mean cos^2 theta_i)."""
+    torch.manual_seed(7)
+    k = len(angles)
+    rot = torch.linalg.qr(torch.randn(60, 60, dtype=torch.float64))[0]
+    theta = torch.tensor(angles, dtype=torch.float64)
+    a = rot[:, :k]
+    b = rot[:, :k] * torch.cos(theta) + rot[:, k:2 * k] * torch.sin(theta)
+    mix_a, mix_b = (torch.randn(k, k, dtype=torch.float64) + 3 * torch.eye(k, dtype=torch.float64) for _ in "ab")
+    cos = torch.cos(theta)
+    assert principal_cosines(a @ mix_a, b @ mix_b).tolist() == pytest.approx(sorted(cos.tolist(), reverse=True),
+                                                                             abs=1e-12)
+    assert angle_distance(a @ mix_a, b @ mix_b) == pytest.approx(math.sqrt(1 - float((cos ** 2).mean())), abs=1e-12)
+
+
 def test_residual_distance_known_answers():
     torch.manual_seed(5)
     a = torch.randn(60, 6, dtype=torch.float64)

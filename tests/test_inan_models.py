@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import random
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from replicate.data import Corpus
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss
 from replicate.inan.readings import points, reading_names, reading_seeds, reading_settings
@@ -136,7 +137,7 @@ def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():
         torch.testing.assert_close(ce + extra, beta * j * 4.0 * 13 + (1 - beta) * ce)
 
 
-def test_unit_norm_hook_and_slice():
+def test_unit_norm_hook_normalises_rows_before_the_forward():
     model, _ = _model("vd")
     handle = unit_norm_hook(model)
     with torch.no_grad():
@@ -144,9 +145,20 @@ def test_unit_norm_hook_and_slice():
     model(torch.zeros(3, 2, dtype=torch.long), model.init_hidden(2))
     torch.testing.assert_close(model.embedding.weight.norm(dim=1), torch.ones(13))
     handle.remove()
-    starts = {slice_start(1000, 100, s) for s in range(20)}
-    assert len(starts) > 10 and all(0 <= s <= 900 for s in starts)
-    assert slice_start(1000, 100, 3) == slice_start(1000, 100, 3)
+
+
+def test_slice_start_is_fixed_by_the_seed_alone():
+    """The slice of a published run: the same start in every process and whatever the global RNGs hold
+    (known answers), spread over every valid start, the whole corpus when the slice is as long."""
+    random.seed(0)
+    first = slice_start(1000, 100, 3)
+    random.seed(1)
+    torch.manual_seed(1)
+    assert (first, slice_start(1000, 100, 3), slice_start(1000, 100, 1)) == (346, 346, 233)
+    starts = [slice_start(1000, 100, s) for s in range(200)]
+    assert min(starts) >= 0 and max(starts) <= 900
+    assert min(starts) < 100 and max(starts) > 800  # uniform over 0..900: both misses have chance (8/9)^200
+    assert {slice_start(100, 100, s) for s in range(5)} == {0}
     with pytest.raises(ReplicateError):
         slice_start(10, 100, 1)
 
@@ -203,20 +215,23 @@ def test_points_cover_both_panels():
     assert pts == [("a", 10.0, 0.0), ("a", 10.0, 1.0), ("b", 2.0, 1.0), ("b", 10.0, 1.0)]
 
 
-@dataclasses.dataclass
-class _Corpus:
-    vocab: list
-    train: torch.Tensor
-    valid: torch.Tensor
+TINY_RUN = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3, "bptt": 5,
+            "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0, "eval_max_tokens": 50,
+            "log_every": 100, "optimizer": "adam"}  # a 6.2 run in seconds
+SGD_ZERO_W = {**TINY_RUN, "lr": 0.5, "optimizer": "sgd", "output_init": "zero"}  # reading (f)'s optimiser and W init
 
 
-def test_subspace_run_one_tiny(tmp_path):
+@pytest.fixture
+def corpus() -> Corpus:
+    """Random tokens over a 30-word vocabulary: 600 to train, 100 to validate."""
+    g = torch.Generator().manual_seed(0)
+    return Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,), generator=g),
+                  torch.randint(0, 30, (100,), generator=g), torch.randint(0, 30, (10,), generator=g))
+
+
+def test_subspace_run_one_tiny(tmp_path, corpus):
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.01, "epochs": 2, "max_epoch": 2, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
-    rec = run_one(settings, corpus, tmp_path / "r", seed=2, tau=5.0, beta=1.0, log=lambda *_: None)
+    rec = run_one({**TINY_RUN, "epochs": 2, "max_epoch": 2}, corpus, tmp_path / "r", seed=2, tau=5.0, beta=1.0, log=lambda *_: None)
     assert set(rec["distance_by_epoch"]) == {"0", "1", "2"}
     assert 0.0 <= rec["distance"] <= 1.0
     assert rec["embedding_row_norm_max_dev"] < 1e-5
@@ -224,21 +239,17 @@ def test_subspace_run_one_tiny(tmp_path):
     assert set(rec["angle_distance_by_epoch"]) == {"0", "1", "2"} and 0.0 <= rec["angle_distance"] <= 1.0
 
 
-def test_output_bias_false_holds_the_bias_at_zero(tmp_path):
+def test_output_bias_false_holds_the_bias_at_zero(tmp_path, corpus):
     """Reading knob output_bias: false: the output bias starts at 0 and is never trained; the default
     trains it."""
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
-    off = run_one({**settings, "output_bias": False}, corpus, tmp_path / "a", seed=1, tau=5.0, beta=1.0,
+    off = run_one({**SGD_ZERO_W, "output_bias": False}, corpus, tmp_path / "a", seed=1, tau=5.0, beta=1.0,
                   log=lambda *_: None)
-    on = run_one(settings, corpus, tmp_path / "b", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    on = run_one(SGD_ZERO_W, corpus, tmp_path / "b", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
     assert off["output_bias_norm"] == 0.0 and on["output_bias_norm"] > 0.0
 
 
-def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch):
+def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch, corpus):
     """Reading (f): W starts at exactly 0 (rank 0: the distance at init is recorded as NaN) and training
     moves it (a defined distance after the epoch)."""
     import replicate.inan.subspace_exp as sx
@@ -254,24 +265,16 @@ def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monke
 
     monkeypatch.setattr(sx, "DistanceTracker", Spy)
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
-    rec = sx.run_one(settings, corpus, tmp_path / "r", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    rec = sx.run_one(SGD_ZERO_W, corpus, tmp_path / "r", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
     assert seen["w0"] == 0.0
     assert rec["distance_by_epoch"]["0"] != rec["distance_by_epoch"]["0"]  # NaN
     assert 0.0 <= rec["distance"] <= 1.0
 
 
-def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch):
+def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch, corpus):
     import replicate.inan.subspace_exp as sx
 
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
-    spec = {"subspace": settings, "tau": 5.0, "beta": 1.0, "seeds": [1]}
+    spec = {"subspace": TINY_RUN, "tau": 5.0, "beta": 1.0, "seeds": [1]}
     calls = []
 
     def fake_run_one(s, c, run_dir, seed, tau, beta, device="cpu", log=print):
@@ -289,7 +292,7 @@ def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_
     done.write_text(json.dumps(record))
     sx.run_point(spec, corpus, tmp_path)
     assert calls == [1, 1]
-    sx.run_point({**spec, "subspace": {**settings, "lr": 0.02}}, corpus, tmp_path)
+    sx.run_point({**spec, "subspace": {**TINY_RUN, "lr": 0.02}}, corpus, tmp_path)
     assert calls == [1, 1, 1]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
+from support.workflow import REPO_ROOT, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
 from replicate import compare
 
 pytestmark = pytest.mark.slurm
