@@ -80,49 +80,79 @@ def test_augmented_loss_hook_value_and_resume_guard():
         al.load_state_dict({**al.state_dict(), "tau": 4.0})
 
 
-def test_augmented_loss_prediction_is_the_papers_without_bias():
-    """y^ = softmax(W h / tau) (paper); with ``prediction_bias`` softmax((W h + b) / tau) (the earlier form)."""
+@pytest.fixture
+def al_case():
+    """An AL model with a unigram-like output bias far from zero, features, targets, and the soft target
+    y~ = softmax(E[t] E^T / tau) of the paper, from the embedding alone."""
     torch.manual_seed(0)
     model, al = _model("al")
     with torch.no_grad():
-        model.decoder_bias.copy_(torch.randn(13) * 3)  # a unigram-like bias, far from zero
+        model.decoder_bias.copy_(torch.randn(13) * 3)
     feats, targets = torch.randn(6, 8), torch.randint(0, 13, (6,))
-    logits = model.logits(feats)
-    # plain transcription of the paper's formula, from the features and W alone
-    w, emb, tau = model.output_weight, model.embedding.weight.detach(), 3.0
-    y_soft = torch.softmax(emb[targets] @ emb.t() / tau, dim=-1)
-    y_hat = torch.softmax(feats @ w.t() / tau, dim=-1)
-    kl = (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
-    torch.testing.assert_close(al(logits, targets, feats, model), 1.5 * kl)
-    # the bias gets no gradient from the AL in the paper's form
+    emb = model.embedding.weight.detach()
+    y_soft = torch.softmax(emb[targets] @ emb.t() / 3.0, dim=-1)
+    return model, al, feats, targets, y_soft
+
+
+def _kl(y_soft, y_hat):
+    return (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
+
+
+def test_augmented_loss_prediction_is_the_papers_without_bias(al_case):
+    """y^ = softmax(W h / tau) (paper): a plain transcription of the formula from the features and W alone."""
+    model, al, feats, targets, y_soft = al_case
+    y_hat = torch.softmax(feats @ model.output_weight.t() / 3.0, dim=-1)
+    torch.testing.assert_close(al(model.logits(feats), targets, feats, model), 1.5 * _kl(y_soft, y_hat))
+
+
+def test_augmented_loss_gives_the_bias_no_gradient_in_the_papers_form(al_case):
+    model, al, feats, targets, _ = al_case
     model.zero_grad()
     al(model.logits(feats), targets, feats, model).backward()
     assert float(model.decoder_bias.grad.abs().max()) < 1e-6
+
+
+def test_augmented_loss_with_prediction_bias_is_the_earlier_form(al_case):
+    """With ``prediction_bias`` y^ = softmax((W h + b) / tau), which differs from the paper's on this case."""
+    model, al, feats, targets, y_soft = al_case
+    y_hat_b = torch.softmax((feats @ model.output_weight.t() + model.decoder_bias) / 3.0, dim=-1)
     with_bias = AugmentedLoss(3.0, 0.5, prediction_bias=True)
-    y_hat_b = torch.softmax((feats @ w.t() + model.decoder_bias) / tau, dim=-1)
-    kl_b = (y_soft * (y_soft.log() - y_hat_b.log())).sum(-1).mean()
-    torch.testing.assert_close(with_bias(logits, targets, feats, model), 1.5 * kl_b)
-    assert float((kl_b - kl).detach().abs()) > 1e-3  # the two forms differ on this case
-    # a checkpoint from before the switch (no key) was trained with the bias: only that form resumes it
+    got = with_bias(model.logits(feats), targets, feats, model)
+    torch.testing.assert_close(got, 1.5 * _kl(y_soft, y_hat_b))
+    assert float((got - al(model.logits(feats), targets, feats, model)).detach().abs()) > 1e-3
+
+
+def test_augmented_loss_resumes_only_a_checkpoint_of_its_own_form():
+    """A checkpoint from before the switch (no key) was trained with the bias: only that form resumes it."""
     old = {"tau": 3.0, "gamma": 0.5, "soft_target_grad": False}
-    with_bias.load_state_dict(old)
+    AugmentedLoss(3.0, 0.5, prediction_bias=True).load_state_dict(old)
     with pytest.raises(ReplicateError):
-        al.load_state_dict(old)
-    # alpha = gamma * tau ** tau_power; checkpoints without the key were trained with alpha = gamma * tau
+        AugmentedLoss(3.0, 0.5).load_state_dict(old)
+    AugmentedLoss(3.0, 0.5).load_state_dict({**old, "prediction_bias": False})
+    with pytest.raises(ReplicateError):  # checkpoints without tau_power were trained with alpha = gamma * tau
+        AugmentedLoss(3.0, 0.5, tau_power=2).load_state_dict({**old, "prediction_bias": False})
+
+
+def test_augmented_loss_weight_is_gamma_tau_to_the_power(al_case):
+    """alpha = gamma * tau ** tau_power; run_settings passes tau_power through."""
+    model, al, feats, targets, _ = al_case
     sq = AugmentedLoss(3.0, 0.5, tau_power=2)
-    assert sq.alpha == pytest.approx(4.5) and AugmentedLoss(3.0, 0.5).alpha == pytest.approx(1.5)
-    torch.testing.assert_close(sq(logits, targets, feats, model), 4.5 * kl)
-    with pytest.raises(ReplicateError):
-        sq.load_state_dict({**old, "prediction_bias": False})
-    al.load_state_dict({**old, "prediction_bias": False})
+    assert sq.alpha == pytest.approx(4.5) and al.alpha == pytest.approx(1.5)
+    logits = model.logits(feats)
+    torch.testing.assert_close(sq(logits, targets, feats, model), 3.0 * al(logits, targets, feats, model))
     assert run_settings({**SIZE, "tau_power": 2}, "small", "al", seed=1)[1].alpha == pytest.approx(4.5)
     with pytest.raises(ReplicateError):
         AugmentedLoss(3.0, 0.5, tau_power=-1)
-    # run_settings passes the switch through; +REAL has no bias, so the switch cannot change it
+
+
+def test_prediction_bias_switch_reaches_al_and_cannot_change_real(al_case):
+    """run_settings passes the switch through; +REAL has no bias, so the switch cannot change it."""
+    _, _, feats, targets, _ = al_case
     assert run_settings({**SIZE, "prediction_bias": True}, "small", "al", seed=1)[1].prediction_bias
     real, al_real = _model("real")
-    torch.testing.assert_close(al_real(real.logits(feats), targets, feats, real),
-                               AugmentedLoss(3.0, 0.5, prediction_bias=True)(real.logits(feats), targets, feats, real))
+    logits = real.logits(feats)
+    torch.testing.assert_close(al_real(logits, targets, feats, real),
+                               AugmentedLoss(3.0, 0.5, prediction_bias=True)(logits, targets, feats, real))
 
 
 def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():

@@ -44,6 +44,14 @@ def _cannot_start(reason: str):
     pytest.skip(f"local SLURM cannot start: {reason}")
 
 
+def test_ci_makes_the_cluster_required(monkeypatch):
+    """CI (.ci/run) exports REPLICATE_REQUIRE_SLURM=1, under which a cluster that cannot start fails."""
+    assert re.search(r"^export REPLICATE_REQUIRE_SLURM=1$", (REPO_ROOT / ".ci/run").read_text(), flags=re.M)
+    monkeypatch.setenv("REPLICATE_REQUIRE_SLURM", "1")
+    with pytest.raises(pytest.fail.Exception, match="cannot start"):
+        _cannot_start("no start script")
+
+
 @pytest.fixture(scope="module")
 def local_slurm():
     """Start (or reuse) the local cluster; returns the seconds the start script took."""
