@@ -301,41 +301,69 @@ def test_initial_loss_differences_one_row_per_setting(wide_report):
     assert any("Bold, shaded" in p and "0.1 nats from the closed form" in p for p in doc.paragraphs)
 
 
-def test_report_from_synthetic_results(tmp_path):
-    res = make_results(tmp_path)
-    out = build(res, TEMPLATE, tmp_path / "out/report.md", tmp_path / "out/index.html",
-                captions_dir=REPO_ROOT / "workflow/report")
-    assert out["verdicts"]["pw_small_tying"] == "holds"
-    assert out["verdicts"]["inan_al_small"] == NOT_RUN
-    html = (tmp_path / "out/index.html").read_text()
-    doc = parse(html)
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory) -> dict:
+    """The report built once from make_results: results folder, build's return, HTML, parsed HTML, Markdown."""
+    root = tmp_path_factory.mktemp("synthetic")
+    res = make_results(root)
+    out = build(res, TEMPLATE, root / "out/report.md", root / "out/index.html", captions_dir=REPO_ROOT / "workflow/report")
+    html = (root / "out/index.html").read_text()
+    return {"res": res, "out": out, "html": html, "doc": parse(html), "md": (root / "out/report.md").read_text(),
+            "dir": root / "out"}
+
+
+def test_synthetic_report_verdicts_and_sections(synthetic_report):
+    r = synthetic_report
+    assert r["out"]["verdicts"]["pw_small_tying"] == "holds"
+    assert r["out"]["verdicts"]["inan_al_small"] == NOT_RUN
     for h in SECTION_HEADINGS:
-        assert any(x.startswith(h) for x in doc.headings), (h, doc.headings)
-    # numbers in the HTML equal the CSV
+        assert any(x.startswith(h) for x in r["doc"].headings), (h, r["doc"].headings)
+
+
+def test_synthetic_report_numbers_equal_the_csv(synthetic_report):
+    res, doc = synthetic_report["res"], synthetic_report["doc"]
     t6 = next(t for t in doc.tables if t["source"] == "results/tables/press_wolf_table6.csv")
     assert assert_table_matches_csv(t6, res / "tables/press_wolf_table6.csv") >= 4 * 10
-    assert "121.12" in html or "121.13" in html
-    # benchmark numbers, device from the run's provenance
-    bench = next(t for t in doc.tables if t["source"] == "results/benchmarks/")
+    assert "121.12" in synthetic_report["html"] or "121.13" in synthetic_report["html"]
+
+
+def test_synthetic_report_benchmark_and_device(synthetic_report):
+    """Benchmark numbers, the device from the run's provenance."""
+    bench = next(t for t in synthetic_report["doc"].tables if t["source"] == "results/benchmarks/")
     first = [c["text"] for c in bench["rows"][0]]
     assert "3,600.50" in first and "812.25" in first and any(c.startswith("cpu") for c in first)
-    # every figure embedded, the unclaimed one under "Other figures"; no external resources
+
+
+def test_synthetic_report_is_self_contained(synthetic_report):
+    """Every figure embedded, the unclaimed one too; nothing loaded from the network; the papers linked by their
+    arXiv pages only; no script."""
+    doc, html = synthetic_report["doc"], synthetic_report["html"]
     assert set(doc.figures) == {"initial_loss_vs_width", "mystery_plot"}
     assert all(src.startswith("data:image/png;base64,") for src in doc.imgs)
-    assert 'src="http' not in html  # nothing loaded from the network; the papers linked by their arXiv pages only
+    assert 'src="http' not in html
     assert set(re.findall(r'href="(https?://[^"]+)"', html)) == {f"https://arxiv.org/abs/{i}" for i in
                                                                 ("1608.05859", "1409.2329", "1611.01462")}
-    # missing results are marked, never numbers
+    assert "<script" not in html.lower()
+
+
+def test_synthetic_report_marks_missing_results(synthetic_report):
+    """Missing results are marked, never numbers."""
+    html = synthetic_report["html"]
     assert html.count(NOT_RUN) >= 10
     assert "Inan et al. Table 1: not run in this protocol" in html
-    # provenance of every run shown
+
+
+def test_synthetic_report_shows_provenance(synthetic_report):
+    html = synthetic_report["html"]
     assert "press_wolf/small/seed1" in html and "0123456789" in html and "2.13.0" in html
-    md = (tmp_path / "out/report.md").read_text()
-    assert "| Small + WT |" in md and "](../results/figures/initial_loss_vs_width.png)" in md
-    # the HTML is report.md rendered: no script, every link of the contents to a heading on the page
-    assert to_html(md, tmp_path / "out", doc.headings[0]) == html
-    assert "<script" not in html.lower()
-    anchors, ids = re.findall(r'href="#([^"]+)"', html), set(re.findall(r' id="([^"]+)"', html))
+
+
+def test_synthetic_report_html_is_the_markdown_rendered(synthetic_report):
+    """The HTML is report.md rendered; every link of the contents goes to a heading on the page."""
+    r = synthetic_report
+    assert "| Small + WT |" in r["md"] and "](../results/figures/initial_loss_vs_width.png)" in r["md"]
+    assert to_html(r["md"], r["dir"], r["doc"].headings[0]) == r["html"]
+    anchors, ids = re.findall(r'href="#([^"]+)"', r["html"]), set(re.findall(r' id="([^"]+)"', r["html"]))
     assert len(anchors) == 8 and set(anchors) <= ids, (anchors, ids)
 
 

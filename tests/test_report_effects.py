@@ -16,9 +16,12 @@ from replicate.report.claims import CLAIMS
 from replicate.report.sources import load
 
 
+def _verdict(paper, ours, allowance=None, level=False) -> str:
+    return E.size_verdict(E.Effect("x", paper, ours, allowance=allowance, level=level))
+
+
 def test_size_rule_each_outcome():
-    e = lambda paper, ours, allowance=None, level=False: E.size_verdict(  # noqa: E731
-        E.Effect("x", paper, ours, allowance=allowance, level=level))
+    e = _verdict
     assert e(3.2, 4.39, 1.0) == E.SAME
     assert e(6.3, 1.37, 0.9) == E.DIRECTION_ONLY
     assert e(2.7, 0.12, 0.9) == E.TIE                      # 0.12 ppl on one seed: a tie, not "holds"
@@ -29,6 +32,38 @@ def test_size_rule_each_outcome():
     assert e(0.0, -0.75, 1.0) == E.TIE and e(0.0, -0.75, 0.5).startswith(E.PAPER_TIE)
     assert e(3.2, 4.39) == f"{E.SAME} ({E.NOISE_UNKNOWN})"  # no allowance: said, not hidden
     assert E.worst([E.SAME, E.TIE, E.DIRECTION_ONLY]) == E.TIE
+
+
+@pytest.mark.parametrize("paper, ours, allowance, verdict", [
+    (3.2, 1.0, 1.0, E.TIE),                # exactly the allowance is still within it
+    (3.2, 1.6, 0.1, E.SAME),               # exactly 1/FACTOR of the paper's
+    (3.2, 6.4, 0.1, E.SAME),               # exactly FACTOR times
+    (3.2, 3.2, 0.1, E.SAME),
+    (3.2, 1.59, 0.1, E.DIRECTION_ONLY),    # just under 1/FACTOR
+    (3.2, 6.41, 0.1, E.DIRECTION_ONLY),    # just over FACTOR
+    (3.2, 0.0, 0.0, E.TIE),
+    (-2.0, -3.0, 0.1, E.SAME),             # both negative: same direction
+    (-2.0, 3.0, 0.1, E.OPPOSITE),
+])
+def test_size_rule_at_its_boundaries(paper, ours, allowance, verdict):
+    assert _verdict(paper, ours, allowance) == verdict
+
+
+@pytest.mark.parametrize("ours", [None, float("nan"), float("inf")])
+def test_size_rule_without_a_number_of_ours(ours):
+    assert _verdict(3.2, ours, 1.0) == E.NOT_MEASURED
+
+
+def test_size_rule_zero_effect_without_allowance_is_no_opposite():
+    """ours = 0 and no allowance: not of the opposite sign, a size of 0 x the paper's."""
+    assert _verdict(3.2, 0.0) == f"{E.DIRECTION_ONLY} ({E.NOISE_UNKNOWN})"
+
+
+@pytest.mark.parametrize("x, unit, shown", [
+    (3.14159, "ppl", "3.14 ppl"), (-0.0123456, "nats", "-0.0123 nats"), (1234.5, "ppl", "1.23e+03 ppl"),
+    (0.5, "", "0.5"), (None, "ppl", "—"), (float("nan"), "ppl", "—"), (float("inf"), "ppl", "—")])
+def test_effect_as_shown(x, unit, shown):
+    assert E.fmt_effect(x, unit) == shown
 
 
 def _run(root: Path, rel: str, valid: float, test: float, wall: float | None = 100.0) -> None:
