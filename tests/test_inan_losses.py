@@ -148,8 +148,45 @@ def test_residual_distance_known_answers():
     w = math.sqrt(1 - f) * inside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0] \
         + math.sqrt(f) * outside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0]
     assert residual_distance(inside, w) == pytest.approx(math.sqrt(f), abs=1e-9)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="W is zero"):
         residual_distance(a, torch.zeros_like(a))
+
+
+def test_orthonormal_basis_reveals_the_rank_at_any_scale():
+    """A 50 x 6 matrix of rank 3: a basis of 3 orthonormal columns spanning it, the same at scale 1e-8 and
+    1e8 (the tolerance is relative); a single column is its own direction; a zero matrix has no basis."""
+    torch.manual_seed(8)
+    a = torch.randn(50, 3, dtype=torch.float64) @ torch.randn(3, 6, dtype=torch.float64)
+    for scale in (1.0, 1e-8, 1e8):
+        q = orthonormal_basis(scale * a)
+        assert q.shape == (50, 3), scale
+        torch.testing.assert_close(q.t() @ q, torch.eye(3, dtype=torch.float64))
+        torch.testing.assert_close(q @ (q.t() @ a), a)  # a lies in span(q)
+    assert orthonormal_basis(a[:, :1] @ torch.ones(1, 4, dtype=torch.float64)).shape == (50, 1)  # rank 1
+    column = torch.zeros(50, 1, dtype=torch.float64)
+    column[7] = -2.0
+    assert orthonormal_basis(column).abs().squeeze().tolist() == [1.0 if i == 7 else 0.0 for i in range(50)]
+    with pytest.raises(ValueError, match="rank 0"):
+        orthonormal_basis(torch.zeros(50, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="R\\^50 and R\\^40"):
+        principal_cosines(a, a[:40])
+
+
+def test_distances_of_float32_matrices_are_computed_in_float64():
+    """float32 inputs give the float64 answer (to 1e-12), not float32's ~1e-7."""
+    torch.manual_seed(9)
+    a, w = torch.randn(200, 8), torch.randn(200, 8) + 0.1 * torch.randn(200, 1)
+    assert residual_distance(a, w) == pytest.approx(residual_distance(a.double(), w.double()), abs=1e-12)
+    assert angle_distance(a, w) == pytest.approx(angle_distance(a.double(), w.double()), abs=1e-12)
+
+
+def test_a_cosine_past_one_from_roundoff_reads_one(monkeypatch):
+    """float64 SVD can return 1.0000000000000002 for a space and itself in another basis (whether it does
+    depends on the BLAS threads): such a value is clamped to 1, so the angle distance stays defined."""
+    monkeypatch.setattr(torch.linalg, "svdvals", lambda m: torch.tensor([1.0 + 2e-16, 1.0 + 4e-16], dtype=m.dtype))
+    a = torch.randn(20, 2, dtype=torch.float64)
+    assert principal_cosines(a, a).tolist() == [1.0, 1.0]
+    assert angle_distance(a, a) == 0.0
 
 
 def test_residual_and_angle_distance_disagree_on_low_energy_directions():
