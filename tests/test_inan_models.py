@@ -50,20 +50,30 @@ def test_re_has_no_bias_and_shares_storage():
     assert fresh.output_weight.data_ptr() == fresh.embedding.weight.data_ptr()
 
 
-def test_variants_map_to_engine_settings():
+def test_vd_variant_is_untied_with_inan_dropout():
     vd, al_none = _model("vd")
     assert al_none is None and vd.output_bias is not None and vd.output_weight is not vd.embedding.weight
     assert vd.cfg.dropout == "inan" and vd.cfg.dropout_rate == pytest.approx(0.3)
+
+
+def test_real_variant_is_tied_without_bias_with_the_augmented_loss():
     real, al = _model("real")
     assert isinstance(al, AugmentedLoss) and (al.tau, al.gamma, al.soft_target_grad) == (3.0, 0.5, False)
     assert al.alpha == pytest.approx(1.5)  # alpha = gamma * tau
     assert real.output_bias is None and real.output_weight is real.embedding.weight
+
+
+def test_run_overrides_reach_the_engine_and_the_loss():
+    """Overrides set the engine's settings and the AL's tau; tau and gamma never reach the engine; max_epoch
+    counts epochs at lr 1 (schedule later), valid runs as one stream, no dropout on the embedding (paper)."""
     engine, al9 = run_settings(SIZE, "small", "al", seed=4, overrides={"epochs": 7, "tau": 9.0})
     assert engine["epochs"] == 7 and "tau" not in engine and "gamma" not in engine and engine["seed"] == 4
     assert al9.alpha == pytest.approx(4.5)
-    # max_epoch counts epochs at lr 1 (schedule later) and valid runs as one stream, unless set
     assert engine["schedule"] == "later" and engine["valid_batch_size"] == 1
-    assert not resolve(engine, 13)[0].embedding_dropout  # the paper: no dropout on the embedding layer
+    assert not resolve(engine, 13)[0].embedding_dropout
+
+
+def test_unknown_variant_is_refused():
     with pytest.raises(ReplicateError):
         run_settings(SIZE, "small", "nope", seed=1)
 
