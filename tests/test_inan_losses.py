@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from replicate.inan.losses import (augmented_loss, augmented_loss_transcription, inan_total_loss,
-                                   subspace_experiment_loss)
+                                   soft_targets_log, subspace_experiment_loss)
 from replicate.inan.subspace import angle_distance, orthonormal_basis, principal_cosines, residual_distance
 
 
@@ -88,6 +88,40 @@ def test_chunked_equals_unchunked():
     torch.testing.assert_close(a, b)
 
 
+def test_augmented_loss_refuses_bad_arguments_by_name():
+    emb, logits, targets = torch.eye(3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64), torch.tensor([0, 1])
+    with pytest.raises(ValueError, match="tau must be > 0, got 0"):
+        augmented_loss(logits, targets, emb, 0.0)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        augmented_loss(logits, targets, emb, 1.0, reduction="avg")
+    with pytest.raises(ValueError, match="embedding has 4 rows but logits have 3 classes"):
+        augmented_loss(logits, targets, torch.eye(4, 3, dtype=torch.float64), 1.0)
+
+
+def test_augmented_loss_per_token_keeps_the_batch_shape_with_more_tokens_than_words():
+    """(T, B, |V|) logits with T * B = 24 tokens over 3 words: one value per token, shape (T, B), each the
+    2-D computation's (so no token is dropped or cut by the vocabulary size)."""
+    torch.manual_seed(10)
+    emb = torch.randn(3, 2, dtype=torch.float64)
+    logits, targets = torch.randn(6, 4, 3, dtype=torch.float64), torch.randint(0, 3, (6, 4))
+    got = augmented_loss(logits, targets, emb, 0.7, reduction="none")
+    assert got.shape == (6, 4)
+    flat = augmented_loss(logits.reshape(24, 3), targets.reshape(24), emb, 0.7, reduction="none")
+    torch.testing.assert_close(got.reshape(24), flat)
+    assert flat.tolist() == pytest.approx(_hand_kl(logits.reshape(24, 3), targets.reshape(24), emb, 0.7), rel=1e-12)
+
+
+def test_soft_target_takes_no_gradient_unless_asked():
+    """By default (the paper) y~ is a constant: the embedding gets gradient only through the prediction."""
+    emb = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    logits, targets = torch.randn(4, 5, dtype=torch.float64), torch.tensor([0, 1, 2, 3])
+    for loss in (augmented_loss, augmented_loss_transcription):
+        assert not loss(logits, targets, emb, 2.0).sum().requires_grad
+        assert loss(logits, targets, emb, 2.0, soft_target_grad=True).sum().requires_grad
+    assert not soft_targets_log(emb, targets, 2.0).requires_grad
+    assert soft_targets_log(emb, targets, 2.0, soft_target_grad=True).requires_grad
+
+
 def test_total_loss_and_subspace_loss():
     ce, j = torch.tensor(4.0), torch.tensor(0.25)
     assert float(inan_total_loss(ce, j, alpha=2.0)) == pytest.approx(4.5)
@@ -95,7 +129,7 @@ def test_total_loss_and_subspace_loss():
     assert float(subspace_experiment_loss(ce, torch.tensor(float("nan")), 0.0, 10.0, 100)) == 4.0
     assert float(subspace_experiment_loss(ce, j, 1.0, 10.0, 100)) == pytest.approx(0.25 * 100 * 100)
     assert float(subspace_experiment_loss(ce, j, 0.5, 2.0, 10)) == pytest.approx(0.5 * 0.25 * 4 * 10 + 2.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="beta must be in"):
         subspace_experiment_loss(ce, j, 1.5, 1.0, 10)
 
 
