@@ -100,12 +100,13 @@ def test_augmented_loss_refuses_bad_arguments_by_name():
 
 def test_augmented_loss_per_token_keeps_the_batch_shape_with_more_tokens_than_words():
     """(T, B, |V|) logits with T * B = 24 tokens over 3 words: one value per token, shape (T, B), each the
-    2-D computation's (so no token is dropped or cut by the vocabulary size)."""
+    2-D computation's (so no token is dropped or cut by the vocabulary size), the transcription's too."""
     torch.manual_seed(10)
     emb = torch.randn(3, 2, dtype=torch.float64)
     logits, targets = torch.randn(6, 4, 3, dtype=torch.float64), torch.randint(0, 3, (6, 4))
     got = augmented_loss(logits, targets, emb, 0.7, reduction="none")
     assert got.shape == (6, 4)
+    torch.testing.assert_close(augmented_loss_transcription(logits, targets, emb, 0.7), got)
     flat = augmented_loss(logits.reshape(24, 3), targets.reshape(24), emb, 0.7, reduction="none")
     torch.testing.assert_close(got.reshape(24), flat)
     assert flat.tolist() == pytest.approx(_hand_kl(logits.reshape(24, 3), targets.reshape(24), emb, 0.7), rel=1e-12)
