@@ -1,24 +1,13 @@
-"""Shared fixtures: paths, the data folder, and a Snakemake runner for end-to-end tests."""
+"""Shared fixtures: paths, the data folder, and a Snakemake runner for end-to-end tests (the helpers
+behind them: support/workflow.py)."""
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import shlex
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pooch
 import pytest
 
-from replicate import data, plan_lines
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-SMOKE_RESULTS = "results_smoke"  # config/smoke.yaml's results_dir: a smoke run never writes to results/
+from support.workflow import REPO_ROOT, SMOKE_RESULTS, data_dir, run_snakemake, workflow_copy  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -26,63 +15,9 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
-@functools.cache
-def data_dir() -> Path:
-    """The raw data sets: the folder in REPLICATE_DATA_DIR if set, otherwise the pipeline's own verified
-    download into the user cache folder (done once; later sessions find the verified files there)."""
-    if os.environ.get(data.ENV_LOCAL_DIR):
-        return Path(os.environ[data.ENV_LOCAL_DIR]).expanduser().resolve()
-    cache = Path(pooch.os_cache("replicate-tying")) / "data"
-    for name, src in data.DATASETS.items():
-        data.fetch(name, cache / src.folder)
-    return cache
-
-
 @pytest.fixture(scope="session", name="data_dir")
 def data_dir_fixture() -> Path:
     return data_dir()
-
-
-def workflow_copy(dest: Path) -> Path:
-    """A copy of the workflow (no results, no .snakemake) to run Snakemake in isolation."""
-    for name in ("Snakefile", "workflow", "config", "profiles", "paper"):
-        src = REPO_ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name)
-        elif src.exists():
-            shutil.copy2(src, dest / name)
-    return dest
-
-
-def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | None = None,
-                  check: bool = True) -> subprocess.CompletedProcess:
-    """Run the snakemake CLI of this interpreter's environment in ``cwd``."""
-    full_env = dict(os.environ)
-    if data.ENV_LOCAL_DIR not in (env or {}):
-        # absolute: Snakemake runs in a temporary copy of the workflow
-        full_env[data.ENV_LOCAL_DIR] = str(data_dir())
-    full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    # tests read the printed commands whole (printed_specs); tests/test_plan_lines.py checks the short plan
-    full_env[plan_lines.ENV_FULL_PLAN] = "1"
-    if env:
-        full_env.update(env)
-    proc = subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
-                          timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
-                             f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}")
-    return proc
-
-
-def printed_specs(dry_run_output: str, command: str = "inan train") -> list[dict]:
-    """The --spec of every `python -m replicate <command>` shell command a `snakemake -n -p` printed,
-    parsed as the shell would (a spec text may hold quotes: the paper's)."""
-    specs = []
-    for line in dry_run_output.splitlines():
-        if f"replicate {command} --spec" in line:
-            words = shlex.split(line[line.index("python -m replicate"):])
-            specs.append(json.loads(words[words.index("--spec") + 1]))
-    return specs
 
 
 @pytest.fixture

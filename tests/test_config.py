@@ -9,7 +9,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from conftest import REPO_ROOT
+from support.workflow import REPO_ROOT
 from replicate.validate import Schemas, SettingError
 
 SECTIONS = ("data", "press_wolf", "inan", "initial_loss", "scale", "report")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO_ROOT
+from support.workflow import REPO_ROOT
 from replicate import cli
 from replicate.config_check import merge
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, data_dir
+from support.workflow import REPO_ROOT, data_dir
 from replicate import costs, resources
 from replicate.lstm.config import resolve
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, SNAKEMAKE, data_dir, workflow_copy
+from support.workflow import REPO_ROOT, SNAKEMAKE, data_dir, workflow_copy
 
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 # the command word: snakemake, or a path to it (.venv/bin/snakemake), after any VAR=value assignments

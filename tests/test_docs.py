@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from support.workflow import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))

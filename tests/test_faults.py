@@ -14,7 +14,7 @@ import textwrap
 import pytest
 import torch
 
-from conftest import REPO_ROOT
+from support.workflow import REPO_ROOT
 from replicate import io as rio
 from replicate.data import Corpus
 from replicate.errors import ReplicateError

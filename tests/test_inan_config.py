@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import printed_specs, run_snakemake
+from support.workflow import printed_specs, run_snakemake
 
 
 def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set(workflow_dir):
@@ -33,7 +33,7 @@ import yaml  # noqa: E402
 from snakemake.exceptions import WorkflowError  # noqa: E402
 from snakemake.utils import validate  # noqa: E402
 
-from conftest import REPO_ROOT  # noqa: E402
+from support.workflow import REPO_ROOT  # noqa: E402
 
 INAN_SCHEMA = str(REPO_ROOT / "workflow" / "schemas" / "inan.schema.yaml")
 

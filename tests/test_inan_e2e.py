@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import SMOKE_RESULTS
+from support.workflow import SMOKE_RESULTS
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,11 @@ def test_inan_ablation_smoke(smoke_run):
     df = pd.read_csv(smoke_run / SMOKE_RESULTS / "tables" / "inan_ablation.csv")
     assert len(df) == 2 and set(df["gamma"]) == {0.5, 0.8} and set(df["tau"]) == {5.0}
     assert (df["alpha"] == df["gamma"] * df["tau"]).all()
-    assert df["valid_ppl"].gt(1).all() and df["best_valid"].sum() >= 1
+    for _, row in df.iterrows():  # each row is its run's metrics
+        run = f"small_real_tau{row['tau']:g}_gamma{row['gamma']:g}"
+        metrics = json.loads((smoke_run / "results/inan/ablation/ptb" / run / "metrics.json").read_text())
+        assert (row["valid_ppl"], row["test_ppl"]) == pytest.approx((metrics["valid_ppl"], metrics["test_ppl"]), rel=1e-12)
+    assert list(df["best_valid"]) == list(df["valid_ppl"] == df["valid_ppl"].min()) and df["best_valid"].sum() == 1
 
 
 def test_inan_screen_smoke(smoke_run):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from replicate.inan.losses import (augmented_loss, augmented_loss_transcription, inan_total_loss,
-                                   subspace_experiment_loss)
+                                   soft_targets_log, subspace_experiment_loss)
 from replicate.inan.subspace import angle_distance, orthonormal_basis, principal_cosines, residual_distance
 
 
@@ -88,6 +88,41 @@ def test_chunked_equals_unchunked():
     torch.testing.assert_close(a, b)
 
 
+def test_augmented_loss_refuses_bad_arguments_by_name():
+    emb, logits, targets = torch.eye(3, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64), torch.tensor([0, 1])
+    with pytest.raises(ValueError, match="tau must be > 0, got 0"):
+        augmented_loss(logits, targets, emb, 0.0)
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        augmented_loss(logits, targets, emb, 1.0, reduction="avg")
+    with pytest.raises(ValueError, match="embedding has 4 rows but logits have 3 classes"):
+        augmented_loss(logits, targets, torch.eye(4, 3, dtype=torch.float64), 1.0)
+
+
+def test_augmented_loss_per_token_keeps_the_batch_shape_with_more_tokens_than_words():
+    """(T, B, |V|) logits with T * B = 24 tokens over 3 words: one value per token, shape (T, B), each the
+    2-D computation's (so no token is dropped or cut by the vocabulary size), the transcription's too."""
+    torch.manual_seed(10)
+    emb = torch.randn(3, 2, dtype=torch.float64)
+    logits, targets = torch.randn(6, 4, 3, dtype=torch.float64), torch.randint(0, 3, (6, 4))
+    got = augmented_loss(logits, targets, emb, 0.7, reduction="none")
+    assert got.shape == (6, 4)
+    torch.testing.assert_close(augmented_loss_transcription(logits, targets, emb, 0.7), got)
+    flat = augmented_loss(logits.reshape(24, 3), targets.reshape(24), emb, 0.7, reduction="none")
+    torch.testing.assert_close(got.reshape(24), flat)
+    assert flat.tolist() == pytest.approx(_hand_kl(logits.reshape(24, 3), targets.reshape(24), emb, 0.7), rel=1e-12)
+
+
+def test_soft_target_takes_no_gradient_unless_asked():
+    """By default (the paper) y~ is a constant: the embedding gets gradient only through the prediction."""
+    emb = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    logits, targets = torch.randn(4, 5, dtype=torch.float64), torch.tensor([0, 1, 2, 3])
+    for loss in (augmented_loss, augmented_loss_transcription):
+        assert not loss(logits, targets, emb, 2.0).sum().requires_grad
+        assert loss(logits, targets, emb, 2.0, soft_target_grad=True).sum().requires_grad
+    assert not soft_targets_log(emb, targets, 2.0).requires_grad
+    assert soft_targets_log(emb, targets, 2.0, soft_target_grad=True).requires_grad
+
+
 def test_total_loss_and_subspace_loss():
     ce, j = torch.tensor(4.0), torch.tensor(0.25)
     assert float(inan_total_loss(ce, j, alpha=2.0)) == pytest.approx(4.5)
@@ -95,7 +130,7 @@ def test_total_loss_and_subspace_loss():
     assert float(subspace_experiment_loss(ce, torch.tensor(float("nan")), 0.0, 10.0, 100)) == 4.0
     assert float(subspace_experiment_loss(ce, j, 1.0, 10.0, 100)) == pytest.approx(0.25 * 100 * 100)
     assert float(subspace_experiment_loss(ce, j, 0.5, 2.0, 10)) == pytest.approx(0.5 * 0.25 * 4 * 10 + 2.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="beta must be in"):
         subspace_experiment_loss(ce, j, 1.5, 1.0, 10)
 
 
@@ -117,6 +152,23 @@ def test_angle_distance_same_orthogonal_and_basis_invariant():
     assert principal_cosines(eye[:, :2], eye[:, [0, 5]]).tolist() == pytest.approx([1.0, 0.0])
 
 
+@pytest.mark.parametrize("angles", [(math.pi / 3, math.pi / 4), (0.3, 1.2, 0.7)])
+def test_angle_distance_known_answer_between_zero_and_one(angles):
+    """Spaces with chosen principal angles theta_i, hidden in a random basis of R^60 and random bases of each
+    space: cosines are cos theta_i, and d = sqrt(1 - mean cos^2 theta_i)."""
+    torch.manual_seed(7)
+    k = len(angles)
+    rot = torch.linalg.qr(torch.randn(60, 60, dtype=torch.float64))[0]
+    theta = torch.tensor(angles, dtype=torch.float64)
+    a = rot[:, :k]
+    b = rot[:, :k] * torch.cos(theta) + rot[:, k:2 * k] * torch.sin(theta)
+    mix_a, mix_b = (torch.randn(k, k, dtype=torch.float64) + 3 * torch.eye(k, dtype=torch.float64) for _ in "ab")
+    cos = torch.cos(theta)
+    assert principal_cosines(a @ mix_a, b @ mix_b).tolist() == pytest.approx(sorted(cos.tolist(), reverse=True),
+                                                                             abs=1e-12)
+    assert angle_distance(a @ mix_a, b @ mix_b) == pytest.approx(math.sqrt(1 - float((cos ** 2).mean())), abs=1e-12)
+
+
 def test_residual_distance_known_answers():
     torch.manual_seed(5)
     a = torch.randn(60, 6, dtype=torch.float64)
@@ -131,8 +183,45 @@ def test_residual_distance_known_answers():
     w = math.sqrt(1 - f) * inside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0] \
         + math.sqrt(f) * outside @ torch.linalg.qr(torch.randn(6, 6, dtype=torch.float64))[0]
     assert residual_distance(inside, w) == pytest.approx(math.sqrt(f), abs=1e-9)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="W is zero"):
         residual_distance(a, torch.zeros_like(a))
+
+
+def test_orthonormal_basis_reveals_the_rank_at_any_scale():
+    """A 50 x 6 matrix of rank 3: a basis of 3 orthonormal columns spanning it, the same at scale 1e-8 and
+    1e8 (the tolerance is relative); a single column is its own direction; a zero matrix has no basis."""
+    torch.manual_seed(8)
+    a = torch.randn(50, 3, dtype=torch.float64) @ torch.randn(3, 6, dtype=torch.float64)
+    for scale in (1.0, 1e-8, 1e8):
+        q = orthonormal_basis(scale * a)
+        assert q.shape == (50, 3), scale
+        torch.testing.assert_close(q.t() @ q, torch.eye(3, dtype=torch.float64))
+        torch.testing.assert_close(q @ (q.t() @ a), a)  # a lies in span(q)
+    assert orthonormal_basis(a[:, :1] @ torch.ones(1, 4, dtype=torch.float64)).shape == (50, 1)  # rank 1
+    column = torch.zeros(50, 1, dtype=torch.float64)
+    column[7] = -2.0
+    assert orthonormal_basis(column).abs().squeeze().tolist() == [1.0 if i == 7 else 0.0 for i in range(50)]
+    with pytest.raises(ValueError, match="rank 0"):
+        orthonormal_basis(torch.zeros(50, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="R\\^50 and R\\^40"):
+        principal_cosines(a, a[:40])
+
+
+def test_distances_of_float32_matrices_are_computed_in_float64():
+    """float32 inputs give the float64 answer (to 1e-12), not float32's ~1e-7."""
+    torch.manual_seed(9)
+    a, w = torch.randn(200, 8), torch.randn(200, 8) + 0.1 * torch.randn(200, 1)
+    assert residual_distance(a, w) == pytest.approx(residual_distance(a.double(), w.double()), abs=1e-12)
+    assert angle_distance(a, w) == pytest.approx(angle_distance(a.double(), w.double()), abs=1e-12)
+
+
+def test_a_cosine_past_one_from_roundoff_reads_one(monkeypatch):
+    """float64 SVD can return 1.0000000000000002 for a space and itself in another basis (whether it does
+    depends on the BLAS threads): such a value is clamped to 1, so the angle distance stays defined."""
+    monkeypatch.setattr(torch.linalg, "svdvals", lambda m: torch.tensor([1.0 + 2e-16, 1.0 + 4e-16], dtype=m.dtype))
+    a = torch.randn(20, 2, dtype=torch.float64)
+    assert principal_cosines(a, a).tolist() == [1.0, 1.0]
+    assert angle_distance(a, a) == 0.0
 
 
 def test_residual_and_angle_distance_disagree_on_low_energy_directions():

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import random
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from replicate.data import Corpus
 from replicate.errors import ReplicateError
 from replicate.inan.losses import augmented_loss
 from replicate.inan.readings import points, reading_names, reading_seeds, reading_settings
@@ -49,20 +50,30 @@ def test_re_has_no_bias_and_shares_storage():
     assert fresh.output_weight.data_ptr() == fresh.embedding.weight.data_ptr()
 
 
-def test_variants_map_to_engine_settings():
+def test_vd_variant_is_untied_with_inan_dropout():
     vd, al_none = _model("vd")
     assert al_none is None and vd.output_bias is not None and vd.output_weight is not vd.embedding.weight
     assert vd.cfg.dropout == "inan" and vd.cfg.dropout_rate == pytest.approx(0.3)
+
+
+def test_real_variant_is_tied_without_bias_with_the_augmented_loss():
     real, al = _model("real")
     assert isinstance(al, AugmentedLoss) and (al.tau, al.gamma, al.soft_target_grad) == (3.0, 0.5, False)
     assert al.alpha == pytest.approx(1.5)  # alpha = gamma * tau
     assert real.output_bias is None and real.output_weight is real.embedding.weight
+
+
+def test_run_overrides_reach_the_engine_and_the_loss():
+    """Overrides set the engine's settings and the AL's tau; tau and gamma never reach the engine; max_epoch
+    counts epochs at lr 1 (schedule later), valid runs as one stream, no dropout on the embedding (paper)."""
     engine, al9 = run_settings(SIZE, "small", "al", seed=4, overrides={"epochs": 7, "tau": 9.0})
     assert engine["epochs"] == 7 and "tau" not in engine and "gamma" not in engine and engine["seed"] == 4
     assert al9.alpha == pytest.approx(4.5)
-    # max_epoch counts epochs at lr 1 (schedule later) and valid runs as one stream, unless set
     assert engine["schedule"] == "later" and engine["valid_batch_size"] == 1
-    assert not resolve(engine, 13)[0].embedding_dropout  # the paper: no dropout on the embedding layer
+    assert not resolve(engine, 13)[0].embedding_dropout
+
+
+def test_unknown_variant_is_refused():
     with pytest.raises(ReplicateError):
         run_settings(SIZE, "small", "nope", seed=1)
 
@@ -79,49 +90,79 @@ def test_augmented_loss_hook_value_and_resume_guard():
         al.load_state_dict({**al.state_dict(), "tau": 4.0})
 
 
-def test_augmented_loss_prediction_is_the_papers_without_bias():
-    """y^ = softmax(W h / tau) (paper); with ``prediction_bias`` softmax((W h + b) / tau) (the earlier form)."""
+@pytest.fixture
+def al_case():
+    """An AL model with a unigram-like output bias far from zero, features, targets, and the soft target
+    y~ = softmax(E[t] E^T / tau) of the paper, from the embedding alone."""
     torch.manual_seed(0)
     model, al = _model("al")
     with torch.no_grad():
-        model.decoder_bias.copy_(torch.randn(13) * 3)  # a unigram-like bias, far from zero
+        model.decoder_bias.copy_(torch.randn(13) * 3)
     feats, targets = torch.randn(6, 8), torch.randint(0, 13, (6,))
-    logits = model.logits(feats)
-    # plain transcription of the paper's formula, from the features and W alone
-    w, emb, tau = model.output_weight, model.embedding.weight.detach(), 3.0
-    y_soft = torch.softmax(emb[targets] @ emb.t() / tau, dim=-1)
-    y_hat = torch.softmax(feats @ w.t() / tau, dim=-1)
-    kl = (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
-    torch.testing.assert_close(al(logits, targets, feats, model), 1.5 * kl)
-    # the bias gets no gradient from the AL in the paper's form
+    emb = model.embedding.weight.detach()
+    y_soft = torch.softmax(emb[targets] @ emb.t() / 3.0, dim=-1)
+    return model, al, feats, targets, y_soft
+
+
+def _kl(y_soft, y_hat):
+    return (y_soft * (y_soft.log() - y_hat.log())).sum(-1).mean()
+
+
+def test_augmented_loss_prediction_is_the_papers_without_bias(al_case):
+    """y^ = softmax(W h / tau) (paper): a plain transcription of the formula from the features and W alone."""
+    model, al, feats, targets, y_soft = al_case
+    y_hat = torch.softmax(feats @ model.output_weight.t() / 3.0, dim=-1)
+    torch.testing.assert_close(al(model.logits(feats), targets, feats, model), 1.5 * _kl(y_soft, y_hat))
+
+
+def test_augmented_loss_gives_the_bias_no_gradient_in_the_papers_form(al_case):
+    model, al, feats, targets, _ = al_case
     model.zero_grad()
     al(model.logits(feats), targets, feats, model).backward()
     assert float(model.decoder_bias.grad.abs().max()) < 1e-6
+
+
+def test_augmented_loss_with_prediction_bias_is_the_earlier_form(al_case):
+    """With ``prediction_bias`` y^ = softmax((W h + b) / tau), which differs from the paper's on this case."""
+    model, al, feats, targets, y_soft = al_case
+    y_hat_b = torch.softmax((feats @ model.output_weight.t() + model.decoder_bias) / 3.0, dim=-1)
     with_bias = AugmentedLoss(3.0, 0.5, prediction_bias=True)
-    y_hat_b = torch.softmax((feats @ w.t() + model.decoder_bias) / tau, dim=-1)
-    kl_b = (y_soft * (y_soft.log() - y_hat_b.log())).sum(-1).mean()
-    torch.testing.assert_close(with_bias(logits, targets, feats, model), 1.5 * kl_b)
-    assert float((kl_b - kl).detach().abs()) > 1e-3  # the two forms differ on this case
-    # a checkpoint from before the switch (no key) was trained with the bias: only that form resumes it
+    got = with_bias(model.logits(feats), targets, feats, model)
+    torch.testing.assert_close(got, 1.5 * _kl(y_soft, y_hat_b))
+    assert float((got - al(model.logits(feats), targets, feats, model)).detach().abs()) > 1e-3
+
+
+def test_augmented_loss_resumes_only_a_checkpoint_of_its_own_form():
+    """A checkpoint from before the switch (no key) was trained with the bias: only that form resumes it."""
     old = {"tau": 3.0, "gamma": 0.5, "soft_target_grad": False}
-    with_bias.load_state_dict(old)
+    AugmentedLoss(3.0, 0.5, prediction_bias=True).load_state_dict(old)
     with pytest.raises(ReplicateError):
-        al.load_state_dict(old)
-    # alpha = gamma * tau ** tau_power; checkpoints without the key were trained with alpha = gamma * tau
+        AugmentedLoss(3.0, 0.5).load_state_dict(old)
+    AugmentedLoss(3.0, 0.5).load_state_dict({**old, "prediction_bias": False})
+    with pytest.raises(ReplicateError):  # checkpoints without tau_power were trained with alpha = gamma * tau
+        AugmentedLoss(3.0, 0.5, tau_power=2).load_state_dict({**old, "prediction_bias": False})
+
+
+def test_augmented_loss_weight_is_gamma_tau_to_the_power(al_case):
+    """alpha = gamma * tau ** tau_power; run_settings passes tau_power through."""
+    model, al, feats, targets, _ = al_case
     sq = AugmentedLoss(3.0, 0.5, tau_power=2)
-    assert sq.alpha == pytest.approx(4.5) and AugmentedLoss(3.0, 0.5).alpha == pytest.approx(1.5)
-    torch.testing.assert_close(sq(logits, targets, feats, model), 4.5 * kl)
-    with pytest.raises(ReplicateError):
-        sq.load_state_dict({**old, "prediction_bias": False})
-    al.load_state_dict({**old, "prediction_bias": False})
+    assert sq.alpha == pytest.approx(4.5) and al.alpha == pytest.approx(1.5)
+    logits = model.logits(feats)
+    torch.testing.assert_close(sq(logits, targets, feats, model), 3.0 * al(logits, targets, feats, model))
     assert run_settings({**SIZE, "tau_power": 2}, "small", "al", seed=1)[1].alpha == pytest.approx(4.5)
     with pytest.raises(ReplicateError):
         AugmentedLoss(3.0, 0.5, tau_power=-1)
-    # run_settings passes the switch through; +REAL has no bias, so the switch cannot change it
+
+
+def test_prediction_bias_switch_reaches_al_and_cannot_change_real(al_case):
+    """run_settings passes the switch through; +REAL has no bias, so the switch cannot change it."""
+    _, _, feats, targets, _ = al_case
     assert run_settings({**SIZE, "prediction_bias": True}, "small", "al", seed=1)[1].prediction_bias
     real, al_real = _model("real")
-    torch.testing.assert_close(al_real(real.logits(feats), targets, feats, real),
-                               AugmentedLoss(3.0, 0.5, prediction_bias=True)(real.logits(feats), targets, feats, real))
+    logits = real.logits(feats)
+    torch.testing.assert_close(al_real(logits, targets, feats, real),
+                               AugmentedLoss(3.0, 0.5, prediction_bias=True)(logits, targets, feats, real))
 
 
 def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():
@@ -136,7 +177,7 @@ def test_subspace_loss_reduces_to_ce_at_beta_zero_and_matches_formula():
         torch.testing.assert_close(ce + extra, beta * j * 4.0 * 13 + (1 - beta) * ce)
 
 
-def test_unit_norm_hook_and_slice():
+def test_unit_norm_hook_normalises_rows_before_the_forward():
     model, _ = _model("vd")
     handle = unit_norm_hook(model)
     with torch.no_grad():
@@ -144,9 +185,20 @@ def test_unit_norm_hook_and_slice():
     model(torch.zeros(3, 2, dtype=torch.long), model.init_hidden(2))
     torch.testing.assert_close(model.embedding.weight.norm(dim=1), torch.ones(13))
     handle.remove()
-    starts = {slice_start(1000, 100, s) for s in range(20)}
-    assert len(starts) > 10 and all(0 <= s <= 900 for s in starts)
-    assert slice_start(1000, 100, 3) == slice_start(1000, 100, 3)
+
+
+def test_slice_start_is_fixed_by_the_seed_alone():
+    """The slice of a published run: the same start in every process and whatever the global RNGs hold
+    (known answers), spread over every valid start, the whole corpus when the slice is as long."""
+    random.seed(0)
+    first = slice_start(1000, 100, 3)
+    random.seed(1)
+    torch.manual_seed(1)
+    assert (first, slice_start(1000, 100, 3), slice_start(1000, 100, 1)) == (346, 346, 233)
+    starts = [slice_start(1000, 100, s) for s in range(200)]
+    assert min(starts) >= 0 and max(starts) <= 900
+    assert min(starts) < 100 and max(starts) > 800  # uniform over 0..900: both misses have chance (8/9)^200
+    assert {slice_start(100, 100, s) for s in range(5)} == {0}
     with pytest.raises(ReplicateError):
         slice_start(10, 100, 1)
 
@@ -203,20 +255,23 @@ def test_points_cover_both_panels():
     assert pts == [("a", 10.0, 0.0), ("a", 10.0, 1.0), ("b", 2.0, 1.0), ("b", 10.0, 1.0)]
 
 
-@dataclasses.dataclass
-class _Corpus:
-    vocab: list
-    train: torch.Tensor
-    valid: torch.Tensor
+TINY_RUN = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3, "bptt": 5,
+            "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0, "eval_max_tokens": 50,
+            "log_every": 100, "optimizer": "adam"}  # a 6.2 run in seconds
+SGD_ZERO_W = {**TINY_RUN, "lr": 0.5, "optimizer": "sgd", "output_init": "zero"}  # reading (f)'s optimiser and W init
 
 
-def test_subspace_run_one_tiny(tmp_path):
+@pytest.fixture
+def corpus() -> Corpus:
+    """Random tokens over a 30-word vocabulary: 600 to train, 100 to validate."""
+    g = torch.Generator().manual_seed(0)
+    return Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,), generator=g),
+                  torch.randint(0, 30, (100,), generator=g), torch.randint(0, 30, (10,), generator=g))
+
+
+def test_subspace_run_one_tiny(tmp_path, corpus):
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.01, "epochs": 2, "max_epoch": 2, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
-    rec = run_one(settings, corpus, tmp_path / "r", seed=2, tau=5.0, beta=1.0, log=lambda *_: None)
+    rec = run_one({**TINY_RUN, "epochs": 2, "max_epoch": 2}, corpus, tmp_path / "r", seed=2, tau=5.0, beta=1.0, log=lambda *_: None)
     assert set(rec["distance_by_epoch"]) == {"0", "1", "2"}
     assert 0.0 <= rec["distance"] <= 1.0
     assert rec["embedding_row_norm_max_dev"] < 1e-5
@@ -224,21 +279,17 @@ def test_subspace_run_one_tiny(tmp_path):
     assert set(rec["angle_distance_by_epoch"]) == {"0", "1", "2"} and 0.0 <= rec["angle_distance"] <= 1.0
 
 
-def test_output_bias_false_holds_the_bias_at_zero(tmp_path):
+def test_output_bias_false_holds_the_bias_at_zero(tmp_path, corpus):
     """Reading knob output_bias: false: the output bias starts at 0 and is never trained; the default
     trains it."""
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
-    off = run_one({**settings, "output_bias": False}, corpus, tmp_path / "a", seed=1, tau=5.0, beta=1.0,
+    off = run_one({**SGD_ZERO_W, "output_bias": False}, corpus, tmp_path / "a", seed=1, tau=5.0, beta=1.0,
                   log=lambda *_: None)
-    on = run_one(settings, corpus, tmp_path / "b", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    on = run_one(SGD_ZERO_W, corpus, tmp_path / "b", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
     assert off["output_bias_norm"] == 0.0 and on["output_bias_norm"] > 0.0
 
 
-def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch):
+def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monkeypatch, corpus):
     """Reading (f): W starts at exactly 0 (rank 0: the distance at init is recorded as NaN) and training
     moves it (a defined distance after the epoch)."""
     import replicate.inan.subspace_exp as sx
@@ -254,24 +305,16 @@ def test_zero_output_init_with_sgd_starts_w_at_zero_and_moves_it(tmp_path, monke
 
     monkeypatch.setattr(sx, "DistanceTracker", Spy)
     torch.manual_seed(0)
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.5, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "sgd", "output_init": "zero"}
-    rec = sx.run_one(settings, corpus, tmp_path / "r", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
+    rec = sx.run_one(SGD_ZERO_W, corpus, tmp_path / "r", seed=1, tau=5.0, beta=1.0, log=lambda *_: None)
     assert seen["w0"] == 0.0
     assert rec["distance_by_epoch"]["0"] != rec["distance_by_epoch"]["0"]  # NaN
     assert 0.0 <= rec["distance"] <= 1.0
 
 
-def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch):
+def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_code(tmp_path, monkeypatch, corpus):
     import replicate.inan.subspace_exp as sx
 
-    corpus = _Corpus([f"w{i}" for i in range(30)], torch.randint(0, 30, (600,)), torch.randint(0, 30, (100,)))
-    settings = {"slice_words": 300, "hidden_size": 6, "num_layers": 2, "init_scale": 0.1, "batch_size": 3,
-                "bptt": 5, "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                "eval_max_tokens": 50, "log_every": 100, "optimizer": "adam"}
-    spec = {"subspace": settings, "tau": 5.0, "beta": 1.0, "seeds": [1]}
+    spec = {"subspace": TINY_RUN, "tau": 5.0, "beta": 1.0, "seeds": [1]}
     calls = []
 
     def fake_run_one(s, c, run_dir, seed, tau, beta, device="cpu", log=print):
@@ -289,7 +332,7 @@ def test_subspace_point_reuses_a_finished_seed_only_under_the_same_settings_and_
     done.write_text(json.dumps(record))
     sx.run_point(spec, corpus, tmp_path)
     assert calls == [1, 1]
-    sx.run_point({**spec, "subspace": {**settings, "lr": 0.02}}, corpus, tmp_path)
+    sx.run_point({**spec, "subspace": {**TINY_RUN, "lr": 0.02}}, corpus, tmp_path)
     assert calls == [1, 1, 1]
 
 

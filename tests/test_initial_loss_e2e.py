@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import SMOKE_RESULTS
+from support.workflow import SMOKE_RESULTS
 
 pytestmark = pytest.mark.slow
 

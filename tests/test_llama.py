@@ -49,13 +49,24 @@ def test_resolve_std_names():
 
 
 def test_essay_table_columns_and_values():
-    t = essay_table([1024, 4096], [0.02, "inv_sqrt_d"], 32000)
-    assert len(t) == 4
-    row = t[(t["std"] == "inv_sqrt_d") & (t["d"] == 4096)].iloc[0]
-    assert row["d_sigma"] == pytest.approx(64.0)
-    assert row["exp_d_sigma"] == pytest.approx(math.exp(64.0))
-    assert row["exp_d_sigma_over_n"] == pytest.approx(math.exp(64.0) / 32000)
-    assert row["theory_loss_rescaled"] == pytest.approx(math.log(math.e + 31999))
+    """Every column of two rows against known answers: std 1/sqrt(d) at d = 4096 (d sigma = 64, sigma sqrt(d) = 1)
+    and std log(n)/d (d sigma = log n, so exp(d sigma) = n)."""
+    t = essay_table([1024, 4096], [0.02, "inv_sqrt_d", "log_n_over_d"], 32000)
+    assert len(t) == 6 and list(t["std"].unique()) == ["0.02", "inv_sqrt_d", "log_n_over_d"]
+    log_n = math.log(32000)
+    known = {
+        ("inv_sqrt_d", 4096): {"sigma": 1 / 64, "n": 32000, "d_sigma": 64.0, "exp_d_sigma": math.exp(64.0),
+                               "log10_exp_d_sigma": 64 / math.log(10), "exp_d_sigma_over_n": math.exp(64.0) / 32000,
+                               "log_n": log_n, "theory_loss": 64 + math.log1p(31999 * math.exp(-64.0)),
+                               "theory_loss_rescaled": math.log(math.e + 31999)},
+        ("log_n_over_d", 1024): {"sigma": log_n / 1024, "n": 32000, "d_sigma": log_n, "exp_d_sigma": 32000.0,
+                                 "log10_exp_d_sigma": math.log10(32000), "exp_d_sigma_over_n": 1.0, "log_n": log_n,
+                                 "theory_loss": math.log(63999),
+                                 "theory_loss_rescaled": math.log(math.exp(log_n / 32) + 31999)},
+    }
+    for (std, d), values in known.items():
+        row = t[(t["std"] == std) & (t["d"] == d)].iloc[0]
+        assert {k: row[k] for k in values} == pytest.approx(values, rel=1e-12), (std, d)
 
 
 # ----------------------------------------------------------------------------- model

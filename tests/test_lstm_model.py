@@ -51,12 +51,32 @@ def test_tied_weight_is_the_embedding_after_construction_to_and_load(tying, tmp_
     other.load_state_dict(torch.load(path, weights_only=True))
     assert _shares(other)
     assert torch.equal(other.output_weight, model.embedding.weight)
-    # a gradient step through the output layer moves the (single) shared matrix
-    before = other.embedding.weight.detach().clone()
-    features, _ = other(torch.zeros(3, 2, dtype=torch.long), other.init_hidden(2))
-    other.nll(features, torch.ones(3, 2, dtype=torch.long)).backward()
-    assert other.embedding.weight.grad is not None and other.embedding.weight.grad[1].abs().sum() > 0
-    assert torch.equal(other.embedding.weight, before)
+
+
+def _nll_and_grads(model, inputs, targets) -> dict[str, torch.Tensor]:
+    model.zero_grad()
+    features, _ = model(inputs, model.init_hidden(inputs.shape[1]))
+    model.nll(features, targets).backward()
+    return {name: torch.zeros_like(p) if p.grad is None else p.grad.clone() for name, p in model.named_parameters()}
+
+
+def test_tied_gradient_is_the_sum_of_both_uses_and_a_step_moves_both():
+    """The shared matrix's gradient is the input embedding's plus the output layer's (an untied copy with
+    equal weights gives the two parts), and one SGD step moves the embedding and the output layer alike."""
+    torch.manual_seed(0)
+    tied = LSTMLM(ModelConfig(vocab_size=20, hidden_size=8, tying="tied")).double()
+    untied = LSTMLM(ModelConfig(vocab_size=20, hidden_size=8)).double()
+    untied.load_state_dict(tied.state_dict(), strict=False)  # all but the decoder weight
+    with torch.no_grad():
+        untied.decoder_weight.copy_(tied.embedding.weight)
+    inputs, targets = torch.randint(0, 20, (4, 3)), torch.randint(0, 20, (4, 3))
+    tied_grads, parts = _nll_and_grads(tied, inputs, targets), _nll_and_grads(untied, inputs, targets)
+    assert parts["embedding.weight"].abs().max() > 0 and parts["decoder_weight"].abs().max() > 0
+    torch.testing.assert_close(tied_grads["embedding.weight"], parts["embedding.weight"] + parts["decoder_weight"])
+    before = tied.embedding.weight.detach().clone()
+    torch.optim.SGD(tied.parameters(), lr=0.5).step()
+    torch.testing.assert_close(tied.embedding.weight, before - 0.5 * tied_grads["embedding.weight"])
+    assert tied.output_weight is tied.embedding.weight
 
 
 def test_untied_output_is_separate():

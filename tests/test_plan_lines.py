@@ -6,7 +6,7 @@ import json
 import logging
 import shlex
 
-from conftest import run_snakemake
+from support.workflow import run_snakemake
 from replicate import plan_lines
 
 SPEC = {"name": "small_wt/seed1", "settings": {"size": "small", "tying": "tied", "note": "it's the paper's"}}

@@ -7,21 +7,24 @@ import json
 
 import pytest
 
-from conftest import SMOKE_RESULTS
+from support.workflow import SMOKE_RESULTS
 
 CELLS = ["small", "small_wt", "small_pr", "small_wt_pr"]
 
 
 @pytest.mark.slow
-def test_smoke_table6_csv(smoke_run):
+def test_smoke_table6_csv(smoke_run, repo_root):
     path = smoke_run / SMOKE_RESULTS / "tables" / "press_wolf_table6.csv"
     rows = list(csv.DictReader(open(path)))
     assert [r["cell"] for r in rows] == CELLS
+    papers = {r["cell"]: r for r in csv.DictReader(open(repo_root / "paper/reference/press_wolf_table6.csv"))}
     for row in rows:
         assert row["protocol"] == "smoke" and row["n_seeds"] == "1" and row["epochs"] == "2"
+        metrics = json.loads((smoke_run / SMOKE_RESULTS / "press_wolf" / row["cell"] / "seed1/metrics.json").read_text())
         for k in ("train", "valid", "test"):
             ours, paper = float(row[f"{k}_ours"]), float(row[f"{k}_paper"])
-            assert ours > 1 and paper > 30
+            assert ours == pytest.approx(metrics[f"{k}_ppl"], rel=1e-12)  # the run's own number, one seed
+            assert paper == float(papers[row["cell"]][f"{k}_ppl"])
             assert float(row[f"{k}_diff"]) == pytest.approx(ours - paper)
             assert float(row[f"{k}_rel_diff"]) == pytest.approx((ours - paper) / paper)
         assert abs(float(row["params_m_ours"]) - float(row["params_m_paper"])) < 0.01

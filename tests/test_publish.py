@@ -20,7 +20,7 @@ import pytest
 
 from replicate import cli, provenance
 
-from conftest import SMOKE_RESULTS
+from support.workflow import SMOKE_RESULTS
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import REPO_ROOT, SMOKE_RESULTS
+from support.workflow import REPO_ROOT, SMOKE_RESULTS
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -289,7 +289,7 @@ def assert_links_resolve(state: dict, html: Path) -> None:
 def test_tables_fit_1280_on_results_as_wide_as_the_default_run(tmp_path):
     """Seven widths of the initial-loss pivot, a Press & Wolf ablation cell, URL sources: still no
     table wider than the page (and the check can fail: a 40-column table does not fit)."""
-    from test_report_build import TEMPLATE, add_wide_results, make_results
+    from support.report_results import TEMPLATE, add_wide_results, make_results
 
     from replicate.report.build import build
 

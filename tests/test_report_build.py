@@ -3,7 +3,6 @@ report on the smoke run (plus Snakemake's own report)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -11,11 +10,11 @@ import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import REPO_ROOT, SMOKE_RESULTS, run_snakemake
+from support.report_results import IL_VARIANTS, TEMPLATE, WIDTHS, _provenance, add_wide_results, make_results
+from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate.report.build import build
 from replicate.report import labels
 from replicate.report import claims as C
@@ -24,11 +23,8 @@ from replicate.report.sources import load
 from replicate.report.render import to_html
 from replicate.report.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
 
-TEMPLATE = REPO_ROOT / "paper/report_template.md"
 SECTION_HEADINGS = ["Summary", "Press & Wolf 2017", "Inan et al. 2017", "The initial loss of tied transformers",
                     "Beyond the tables", "Compute", "Provenance"]
-# a 1x1 PNG
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
 
 class _Tables(HTMLParser):
@@ -104,32 +100,38 @@ def shown(x: float) -> set[str]:
             | ({fmt_number(int(x))} if x == int(x) else set()))
 
 
-def _cell_from_row(text: str, values: list[str]) -> bool:
-    """True if ``text`` shows one of the CSV row's ``values`` (a number formatted, a string, yes/no)."""
-    if text in values or text in (NOT_RUN, NO_VALUE):
+MISSING = ("", "nan", "NaN", "None")  # how a CSV holds no value
+
+
+def _shows(text: str, v: str) -> bool:
+    """True if the cell ``text`` shows the CSV value ``v`` (a number formatted, a string, yes/no, a mark
+    for no value)."""
+    if text in (NOT_RUN, NO_VALUE):
+        return v in MISSING
+    if text == v or labels.value(v) == text:  # a coded value by its readable label (log_n_over_d -> log n / d)
         return True
-    for v in values:
-        if labels.value(v) == text:  # a coded value by its readable label (log_n_over_d -> log n / d)
-            return True
-        if v.lower() in ("true", "false") and text == ("yes" if v.lower() == "true" else "no"):
-            return True
-        if _is_num(v) and text in shown(float(v)):
-            return True
-    return False
+    if v.lower() in ("true", "false"):
+        return text == ("yes" if v.lower() == "true" else "no")
+    return _is_num(v) and text in shown(float(v))
 
 
 def assert_table_matches_csv(table: dict, csv: Path) -> int:
-    """Row by row, every cell of the HTML table shows a value of the same CSV row (a number exactly as
-    formatted from the CSV's value). Returns the number of numeric cells checked."""
+    """Every column of the HTML table shows one CSV column, row by row (a number exactly as formatted from
+    the CSV's value); a column headed with a CSV column's readable name shows that column. Returns the
+    number of numeric cells checked."""
     frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
     assert len(table["rows"]) == len(frame), f"{csv}: {len(table['rows'])} rows in HTML, {len(frame)} in CSV"
+    records = [{c: " ".join(v.split()) for c, v in rec.items()} for _, rec in frame.iterrows()]
     checked = 0
-    computed = [i for i, name in enumerate(table["header"]) if name in COMPUTED]
-    for row, (_, rec) in zip(table["rows"], frame.iterrows()):
-        values = [" ".join(v.split()) for v in rec.values]
-        for cell in (c for i, c in enumerate(row) if i not in computed):
-            assert _cell_from_row(cell["text"], values), f"{csv}: HTML cell {cell['text']!r} not in the row {values}"
-            checked += NUMBER.fullmatch(cell["text"]) is not None
+    for i, head in enumerate(table["header"]):
+        if head in COMPUTED:
+            continue
+        texts = [row[i]["text"] for row in table["rows"]]
+        sources = [c for c in frame.columns if all(_shows(t, rec[c]) for t, rec in zip(texts, records))]
+        assert sources, f"{csv}: no CSV column holds the column {head!r} ({texts}) row by row"
+        named = [c for c in frame.columns if labels.column(c) == head]
+        assert not named or set(named) & set(sources), f"{csv}: column {head!r} does not show {named[0]}: {texts}"
+        checked += sum(NUMBER.fullmatch(t) is not None for t in texts)
     return checked
 
 
@@ -222,138 +224,24 @@ def assert_common_values_above(doc) -> None:
                 raise AssertionError(f"column {name!r} of {t['source'] or t['header']} repeats one value in every row")
 
 
-# ---------------------------------------------------------------------------- synthetic results
-def _provenance(protocol: str, device: str = "cpu") -> dict:
-    return {"config": {"protocol": protocol}, "git": {"commit": "0123456789abcdef", "dirty": False},
-            "packages": {"torch": "2.13.0", "python": "3.11.2"}, "device": {"device": device, "cpu_count": 2},
-            "started": "2026-01-01T00:00:00+00:00", "finished": "2026-01-01T00:01:00+00:00"}
-
-
-def make_results(root: Path, contradict: bool = False) -> Path:
-    """A results folder in the owners' formats: P&W Table 6, the initial-loss summary, one figure,
-    one benchmark, provenance."""
-    res = root / "results"
-    (res / "tables").mkdir(parents=True)
-    wt_valid = 125.25 if contradict else 117.75
-    rows = []
-    for cell, row, tr, va, te, ptr, pva, pte in [
-            ("small", "Small", 40.5, 121.125, 115.0, 38.0, 120.7, 114.5),
-            ("small_wt", "Small + WT", 39.0, wt_valid, 113.0, 36.4, 117.5, 112.4),
-            ("small_pr", "Small + PR", 52.0, 116.5, 111.0, 50.8, 116.0, 111.7),
-            ("small_wt_pr", "Small + WT + PR", 55.0, 105.0, 101.0, 53.5, 104.9, 100.9)]:
-        params = (2.65 if "_wt" in cell else 4.65) + (0.04 if "_pr" in cell else 0)
-        r = {"cell": cell, "row": row, "protocol": "reduced", "n_seeds": 1, "epochs": 13, "params_m_ours": params,
-             "params_m_paper": params}
-        for k, ours, paper in (("train", tr, ptr), ("valid", va, pva), ("test", te, pte)):
-            r |= {f"{k}_ours": ours, f"{k}_paper": paper, f"{k}_diff": ours - paper,
-                  f"{k}_rel_diff": (ours - paper) / paper}
-        pr = "_pr" in cell
-        rows.append(r | {"train_clean_ours": tr - 1, "schedule": "r0.8", "gate_bias": "tf",
-                         "pr_form": "authors_code" if pr else None, "pr_lambda": 0.15 if pr else None,
-                         "code_version": "e6e203a98323afa0", "source": "Press & Wolf 2017 Table 6"})
-    pd.DataFrame(rows).to_csv(res / "tables/press_wolf_table6.csv", index=False)
-    for cell in ("small", "small_wt"):
-        run = res / "press_wolf" / cell / "seed1"
-        run.mkdir(parents=True)
-        settings = {"size": "small", "seed": 1, "epochs": 13} | ({"tying": "tied"} if cell == "small_wt" else {})
-        (run / "metrics.json").write_text(json.dumps({"run": f"{cell}/seed1", "settings": settings,
-                                                      "provenance": _provenance("reduced")}))
-    (res / "benchmarks/press_wolf/small").mkdir(parents=True)
-    (res / "benchmarks/press_wolf/small/seed1.tsv").write_text(
-        "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
-        "3600.5\t1:00:00\t812.25\t900\t800\t805\t1\t2\t195.5\t7000.25\n")
-    (res / "figures").mkdir()
-    (res / "figures/initial_loss_vs_width.png").write_bytes(PNG)
-    (res / "figures/mystery_plot.png").write_bytes(PNG)
-    return res
-
-
-WIDTHS = [64, 128, 256, 512, 1024, 2048, 4096]
-IL_VARIANTS = [  # branches, init, head, tied, rescale, reference kind (the default configuration's heads)
-    ("zero", "normal", "tied", True, False, "theory"),
-    ("zero", "normal", "tied+rescale", True, True, "theory_rescaled"),
-    ("zero", "normal", "untied", False, False, "log_n"),
-    ("zero", "normal", "untied+rescale", False, True, "log_n"),
-    ("zero", "normal", "tied+orthogonal", True, False, "log_n"),
-    ("zero", "normal", "tied+shuffle", True, False, "log_n"),
-    ("normal", "trunc_normal", "tied", True, False, "log_n"),
-    ("normal", "trunc_normal", "untied", False, False, "log_n")]
-
-
-def add_wide_results(res: Path) -> Path:
-    """Results as wide as the default configuration's: a Press & Wolf ablation cell, the initial-loss
-    sweep over 7 widths, the essay's theory table, model families with URL sources, Inan Table 1 in its
-    owner's format (``valid_ppl``, ``paper_valid_ppl``, ...)."""
-    t = res / "tables"
-    pw = pd.read_csv(t / "press_wolf_table6.csv")
-    ablation = pw[pw["cell"] == "small_wt_pr"].assign(cell="small_wt_pr@pr_form=squared", row=None, pr_form="squared",
-                                                      source="no published number", valid_ours=103.5)
-    for col in [c for c in pw.columns if "paper" in c or "diff" in c]:
-        ablation[col] = None
-    pd.concat([pw, ablation]).to_csv(t / "press_wolf_table6.csv", index=False)
-    run = res / "press_wolf/small_wt_pr@pr_form=squared/seed1"
-    run.mkdir(parents=True)
-    (run / "metrics.json").write_text(json.dumps({"run": "small_wt_pr@pr_form=squared/seed1", "epochs_completed": 13,
-                                                  "train_ppl": 55.0, "valid_ppl": 103.5, "test_ppl": 101.0,
-                                                  "settings": {"seed": 1, "pr_form": "squared"},
-                                                  "provenance": _provenance("reduced")}))
-    n, rows = 32000, []
-    for branches, init, head, tied, rescale, kind in IL_VARIANTS:
-        for d in WIDTHS:
-            s = 0.02 * (d ** 0.5 if rescale else d)
-            ref = float(np.logaddexp(s, math.log(n - 1))) if kind != "log_n" else math.log(n)
-            loss = ref + 0.01 * math.log2(d) + 0.001 * len(head)
-            rows.append({"token_dist": "uniform", "branches": branches, "init": init, "std": "0.02", "head": head,
-                         "tied": tied, "rescale": rescale, "mixer": "none", "d": d, "n": n, "n_layers": 12,
-                         "sigma": 0.02, "loss_mean": loss, "loss_sd": 0.001, "n_seeds": 2, "reference_kind": kind,
-                         "reference_loss": ref, "diff": loss - ref, "rel_diff": (loss - ref) / ref,
-                         "protocol": "reduced"})
-    pd.DataFrame(rows).to_csv(t / "initial_loss_summary.csv", index=False)
-    pd.DataFrame([{"std": "0.02", "d": d, "sigma": 0.02, "n": n, "d_sigma": 0.02 * d, "exp_d_sigma": math.exp(0.02 * d),
-                   "log10_exp_d_sigma": 0.02 * d / math.log(10),
-                   "theory_loss": float(np.logaddexp(0.02 * d, math.log(n)))}
-                  for d in (512, 4096)]).to_csv(t / "initial_loss_theory.csv", index=False)
-    pd.DataFrame([{"family": "Llama 2", "model": f"Llama-2-{size}", "vocab_size": 32000, "d_model": d,
-                   "n_layers": layers, "tied": False, "total_params": total, "embedding_params": 2 * 32000 * d,
-                   "embedding_share": 2 * 32000 * d / total, "pp_tied_grad_mib_bf16": 32000 * d * 2 / 2**20,
-                   "source": f"https://huggingface.co/meta-llama/Llama-2-{size}-hf/blob/main/config.json"}
-                  for size, d, layers, total in (("7b", 4096, 32, 6738415616), ("70b", 8192, 80, 68976648192))]
-                 ).to_csv(t / "model_families.csv", index=False)
-    rows = []
-    for model, valid, paper in (("VD-LSTM", 95.5, 92.6), ("+AL", 90.25, 86.3), ("+RE", 91.0, 89.9),
-                                ("+REAL", 88.5, 86.3)):
-        rows.append({"dataset": "ptb", "size": "small", "model": model, "valid_ppl": valid, "paper_valid_ppl": paper,
-                     "valid_diff": valid - paper, "valid_rel_diff": (valid - paper) / paper, "test_ppl": valid - 3,
-                     "paper_test_ppl": paper - 4, "test_diff": valid - paper + 1,
-                     "test_rel_diff": (valid - paper + 1) / (paper - 4),
-                     "train_ppl": valid - 20, "params": 6_000_000, "tau": None if model in ("VD-LSTM", "+RE") else 10.0,
-                     "alpha": None if model in ("VD-LSTM", "+RE") else 1.0, "dropout_rate": 0.5, "epochs": 15,
-                     "protocol": "reduced (15 epochs)", "paper_source": "Inan et al. 2017 Table 1", "variant": model})
-    pd.DataFrame(rows).to_csv(t / "inan_table1.csv", index=False)
-    pd.DataFrame([{"reading": name, "embedding_norm": norm, "optimizer": opt, "output_init": init, "lr": lr,
-                   "epochs": 12, "n_seeds": 2, **{f"beta{b:g}": 0.98 - slope * b for b in (0, 0.25, 0.5, 0.75, 1)},
-                   **{f"tau{tau}_beta1": 0.98 - slope - 0.01 * tau for tau in (2, 5, 10)}, "fall_0_to_1": slope,
-                   "first_step_share": 0.25, "rapid_in_beta": False, "distance_beta1": 0.98 - slope,
-                   "tau_effect": -0.08, "lower_at_larger_tau": True, "paper_distance_beta1_approx": 0.06,
-                   "protocol": "reduced"}
-                  for name, norm, opt, init, lr, slope in (
-                      ("word_vectors_adam", "word_vectors", "adam", "uniform", 0.003, 0.2),
-                      ("dimensions_sgd_zero_w", "dimensions", "sgd", "zero", 1.0, 0.9))]
-                 ).to_csv(t / "inan_subspace_readings.csv", index=False)
-    return res
+@pytest.fixture(scope="module")
+def wide_report(tmp_path_factory) -> tuple[Path, _Tables]:
+    """The report built once from results as wide as the default configuration's: (results folder, parsed HTML)."""
+    root = tmp_path_factory.mktemp("wide")
+    res = add_wide_results(make_results(root))
+    build(res, TEMPLATE, root / "r.md", root / "r.html")
+    return res, parse((root / "r.html").read_text())
 
 
 def _table(doc, name: str) -> dict:
     return next(t for t in doc.tables if t["source"] == f"results/tables/{name}.csv")
 
 
-def test_press_wolf_table_view(tmp_path):
+def test_press_wolf_table_view(wide_report, tmp_path):
     """Per paper cell: model, params, train running (ours | paper), train clean, valid and test (ours | paper |
     rel. diff); settings common to every cell once above the table; the ablation cell in the variants table
     with why it exists, not among the paper's rows."""
-    res = add_wide_results(make_results(tmp_path))
-    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
-    doc = parse((tmp_path / "r.html").read_text())
+    res, doc = wide_report
     t6 = _table(doc, "press_wolf_table6")
     assert t6["header"] == ["model", "params (M)", "train (running) ours", "train (running) paper",
                             "train (clean) ours", "valid ours", "valid paper", "valid rel. diff", "test ours",
@@ -378,10 +266,8 @@ def test_press_wolf_table_view(tmp_path):
     assert_common_values_above(doc)
 
 
-def test_inan_table1_shows_ours_and_paper(tmp_path):
-    res = add_wide_results(make_results(tmp_path))
-    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
-    doc = parse((tmp_path / "r.html").read_text())
+def test_inan_table1_shows_ours_and_paper(wide_report):
+    res, doc = wide_report
     t1 = _table(doc, "inan_table1")
     assert t1["header"] == ["model", "valid ours", "valid paper", "valid rel. diff", "test ours", "test paper",
                             "test rel. diff"]
@@ -393,10 +279,8 @@ def test_inan_table1_shows_ours_and_paper(tmp_path):
             "(test +6.0%)" in " ".join(doc.paragraphs))
 
 
-def test_inan_subspace_readings_shown(tmp_path):
-    res = add_wide_results(make_results(tmp_path))
-    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
-    doc = parse((tmp_path / "r.html").read_text())
+def test_inan_subspace_readings_shown(wide_report):
+    res, doc = wide_report
     readings = _table(doc, "inan_subspace_readings")
     assert readings["header"][:2] == ["reading", "unit norm on"] and "β = 0.25" in readings["header"]
     assert "fall 0 to 1" not in readings["header"] and "rapid in β" not in readings["header"]  # in the CSV only
@@ -406,12 +290,10 @@ def test_inan_subspace_readings_shown(tmp_path):
     assert assert_table_matches_csv(readings, res / "tables/inan_subspace_readings.csv") >= 2 * 8
 
 
-def test_theory_table_condensed_and_one_number_format(tmp_path):
+def test_theory_table_condensed_and_one_number_format(wide_report):
     """The essay's closed-form table: one row per init scale, one column per width, each cell the CSV's
     closed form; every large number in one format (3 significant digits from a million on)."""
-    res = add_wide_results(make_results(tmp_path))
-    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
-    doc = parse((tmp_path / "r.html").read_text())
+    res, doc = wide_report
     theory = _table(doc, "initial_loss_theory")
     csv = pd.read_csv(res / "tables/initial_loss_theory.csv")
     assert theory["header"] == ["init scale σ", *[f"d={d}" for d in csv["d"]]] and len(theory["rows"]) == 1
@@ -423,12 +305,10 @@ def test_theory_table_condensed_and_one_number_format(tmp_path):
     assert fmt_number(4_685_578.75) == "4.69 M" and fmt_number(28_001.126) == "28,001.13"
 
 
-def test_initial_loss_differences_one_row_per_setting(tmp_path):
+def test_initial_loss_differences_one_row_per_setting(wide_report):
     """One table, one row per setting, per width the measured loss minus its reference in nats, shaded
     past the tolerance of the claim the row tests; the tidy CSV linked under it."""
-    res = add_wide_results(make_results(tmp_path))
-    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
-    doc = parse((tmp_path / "r.html").read_text())
+    res, doc = wide_report
     tables = [t for t in doc.tables if t["source"] == "results/tables/initial_loss_summary.csv"]
     assert len(tables) == 1
     t = tables[0]
@@ -446,41 +326,69 @@ def test_initial_loss_differences_one_row_per_setting(tmp_path):
     assert any("Bold, shaded" in p and "5% of the closed form" in p for p in doc.paragraphs)
 
 
-def test_report_from_synthetic_results(tmp_path):
-    res = make_results(tmp_path)
-    out = build(res, TEMPLATE, tmp_path / "out/report.md", tmp_path / "out/index.html",
-                captions_dir=REPO_ROOT / "workflow/report")
-    assert out["verdicts"]["pw_small_tying"] == "inconclusive"  # one seed per cell: the noise is not measured
-    assert out["verdicts"]["inan_al_small"] == NOT_RUN
-    html = (tmp_path / "out/index.html").read_text()
-    doc = parse(html)
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory) -> dict:
+    """The report built once from make_results: results folder, build's return, HTML, parsed HTML, Markdown."""
+    root = tmp_path_factory.mktemp("synthetic")
+    res = make_results(root)
+    out = build(res, TEMPLATE, root / "out/report.md", root / "out/index.html", captions_dir=REPO_ROOT / "workflow/report")
+    html = (root / "out/index.html").read_text()
+    return {"res": res, "out": out, "html": html, "doc": parse(html), "md": (root / "out/report.md").read_text(),
+            "dir": root / "out"}
+
+
+def test_synthetic_report_verdicts_and_sections(synthetic_report):
+    r = synthetic_report
+    assert r["out"]["verdicts"]["pw_small_tying"] == "inconclusive"  # one seed per cell: the noise is not measured
+    assert r["out"]["verdicts"]["inan_al_small"] == NOT_RUN
     for h in SECTION_HEADINGS:
-        assert any(x.startswith(h) for x in doc.headings), (h, doc.headings)
-    # numbers in the HTML equal the CSV
+        assert any(x.startswith(h) for x in r["doc"].headings), (h, r["doc"].headings)
+
+
+def test_synthetic_report_numbers_equal_the_csv(synthetic_report):
+    res, doc = synthetic_report["res"], synthetic_report["doc"]
     t6 = next(t for t in doc.tables if t["source"] == "results/tables/press_wolf_table6.csv")
     assert assert_table_matches_csv(t6, res / "tables/press_wolf_table6.csv") >= 4 * 10
-    assert "121.12" in html or "121.13" in html
-    # benchmark numbers; the device of each run in Provenance
-    bench = next(t for t in doc.tables if t["source"] == "results/benchmarks/")
+    assert "121.12" in synthetic_report["html"] or "121.13" in synthetic_report["html"]
+
+
+def test_synthetic_report_benchmark_and_device(synthetic_report):
+    """Benchmark numbers; the device of each run in Provenance."""
+    bench = next(t for t in synthetic_report["doc"].tables if t["source"] == "results/benchmarks/")
     first = [c["text"] for c in bench["rows"][0]]
-    assert "3,600.50" in first and "812.25" in first and "cpu (2 CPUs)" in html
-    # every figure embedded, the unclaimed one under "Other figures"; no external resources
+    assert "3,600.50" in first and "812.25" in first and "cpu (2 CPUs)" in synthetic_report["html"]
+
+
+def test_synthetic_report_is_self_contained(synthetic_report):
+    """Every figure embedded, the unclaimed one too; nothing loaded from the network; the papers linked by their
+    arXiv pages only; no script."""
+    doc, html = synthetic_report["doc"], synthetic_report["html"]
     assert set(doc.figures) == {"initial_loss_vs_width", "mystery_plot"}
     assert all(src.startswith("data:image/png;base64,") for src in doc.imgs)
-    assert 'src="http' not in html  # nothing loaded from the network; the papers linked by their arXiv pages only
+    assert 'src="http' not in html
     assert set(re.findall(r'href="(https?://[^"]+)"', html)) == {f"https://arxiv.org/abs/{i}" for i in
                                                                 ("1608.05859", "1409.2329", "1611.01462")}
-    # missing results are marked, never numbers
+    assert "<script" not in html.lower()
+
+
+def test_synthetic_report_marks_missing_results(synthetic_report):
+    """Missing results are marked, never numbers."""
+    html = synthetic_report["html"]
     assert html.count(NOT_RUN) >= 10
     assert "Inan et al. Table 1: not run in this protocol" in html
-    # provenance of every run shown
+
+
+def test_synthetic_report_shows_provenance(synthetic_report):
+    html = synthetic_report["html"]
     assert "press_wolf/small/seed1" in html and "0123456789" in html and "2.13.0" in html
-    md = (tmp_path / "out/report.md").read_text()
-    assert "| Small + WT |" in md and "](../results/figures/initial_loss_vs_width.png)" in md
-    # the HTML is report.md rendered: no script, every link of the contents to a heading on the page
-    assert to_html(md, tmp_path / "out", doc.headings[0]) == html
-    assert "<script" not in html.lower()
-    anchors, ids = re.findall(r'href="#([^"]+)"', html), set(re.findall(r' id="([^"]+)"', html))
+
+
+def test_synthetic_report_html_is_the_markdown_rendered(synthetic_report):
+    """The HTML is report.md rendered; every link of the contents goes to a heading on the page."""
+    r = synthetic_report
+    assert "| Small + WT |" in r["md"] and "](../results/figures/initial_loss_vs_width.png)" in r["md"]
+    assert to_html(r["md"], r["dir"], r["doc"].headings[0]) == r["html"]
+    anchors, ids = re.findall(r'href="#([^"]+)"', r["html"]), set(re.findall(r' id="([^"]+)"', r["html"]))
     assert len(anchors) == 8 and set(anchors) <= ids, (anchors, ids)
 
 

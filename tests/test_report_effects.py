@@ -39,6 +39,41 @@ def test_verdict_rule_each_outcome():
     assert j(C.INCONCLUSIVE) == C.INCONCLUSIVE and j(NOT_RUN, e(3.2, 4.39, 1.0)) == NOT_RUN
 
 
+def _judged(paper, ours, allowance=None, level=False, check=C.HOLDS) -> str:
+    return E.judge(check, [E.Effect("x", paper, ours, allowance=allowance, level=level)])[0]
+
+
+@pytest.mark.parametrize("paper, ours, allowance, verdict", [
+    (3.2, 1.0, 1.0, C.INCONCLUSIVE),   # exactly the allowance is still within it
+    (3.2, 1.6, 0.1, C.HOLDS),          # exactly 1/FACTOR of the paper's
+    (3.2, 1.59, 0.1, C.FAILS),         # just under 1/FACTOR
+    (3.2, 6.41, 0.1, C.HOLDS),         # larger than the paper's: a difference is short only below it
+    (3.2, 0.0, 0.0, C.INCONCLUSIVE),   # zero within a zero allowance
+    (3.2, -1.01, 1.0, C.FAILS),        # just outside the allowance, the other way
+    (3.2, -1.0, 1.0, C.INCONCLUSIVE),  # on it
+])
+def test_verdict_rule_at_its_boundaries(paper, ours, allowance, verdict):
+    assert _judged(paper, ours, allowance) == verdict
+
+
+@pytest.mark.parametrize("paper, ours, verdict", [(0.06, 0.12, C.HOLDS), (0.06, 0.121, C.FAILS),
+                                                  (0.06, 0.03, C.HOLDS), (0.06, 0.029, C.FAILS)])
+def test_level_rule_at_factor_two_either_way(paper, ours, verdict):
+    assert _judged(paper, ours, level=True) == verdict
+
+
+@pytest.mark.parametrize("ours", [None, float("nan"), float("inf")])
+def test_an_effect_without_a_number_of_ours_never_holds(ours):
+    assert _judged(3.2, ours, 1.0) == C.INCONCLUSIVE
+
+
+@pytest.mark.parametrize("x, unit, shown", [
+    (3.14159, "ppl", "3.14 ppl"), (-0.0123456, "nats", "-0.0123 nats"), (1234.5, "ppl", "1.23e+03 ppl"),
+    (0.5, "", "0.5"), (None, "ppl", "—"), (float("nan"), "ppl", "—"), (float("inf"), "ppl", "—")])
+def test_effect_as_shown(x, unit, shown):
+    assert E.fmt_effect(x, unit) == shown
+
+
 def _run(root: Path, rel: str, valid: float, test: float, wall: float | None = 100.0) -> None:
     run = root / rel
     run.mkdir(parents=True)

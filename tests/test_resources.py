@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, SMOKE_RESULTS, run_snakemake
+from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate import resources as res
 from replicate.lstm.config import resolve
 from replicate.press_wolf.cells import CELLS, cell_settings

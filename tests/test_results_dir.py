@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import SMOKE_RESULTS, run_snakemake
+from support.workflow import SMOKE_RESULTS, run_snakemake
 
 
 def planned_paths(dry_run_output: str) -> list[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, SMOKE_RESULTS, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
+from support.workflow import REPO_ROOT, SMOKE_RESULTS, SNAKEMAKE, data_dir, run_snakemake, workflow_copy
 from replicate import compare
 
 pytestmark = pytest.mark.slurm
@@ -42,6 +42,14 @@ def _cannot_start(reason: str):
     if os.environ.get("REPLICATE_REQUIRE_SLURM") == "1":
         pytest.fail(f"local SLURM cannot start (REPLICATE_REQUIRE_SLURM=1): {reason}")
     pytest.skip(f"local SLURM cannot start: {reason}")
+
+
+def test_ci_makes_the_cluster_required(monkeypatch):
+    """CI (.ci/run) exports REPLICATE_REQUIRE_SLURM=1, under which a cluster that cannot start fails."""
+    assert re.search(r"^export REPLICATE_REQUIRE_SLURM=1$", (REPO_ROOT / ".ci/run").read_text(), flags=re.M)
+    monkeypatch.setenv("REPLICATE_REQUIRE_SLURM", "1")
+    with pytest.raises(pytest.fail.Exception, match="cannot start"):
+        _cannot_start("no start script")
 
 
 @pytest.fixture(scope="module")

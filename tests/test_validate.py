@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 import yaml
 
-from conftest import REPO_ROOT
+from support.workflow import REPO_ROOT
 from replicate.lstm.config import ModelConfig, TrainConfig
 from replicate.press_wolf.cells import CELL_KEYS
 from replicate.validate import Schemas, SettingError, check_memory, describe, nearest, parse_text

@@ -53,6 +53,8 @@ def judge(check: str, effects: list[Effect]) -> tuple[str, str]:
     if check == NOT_RUN:
         return NOT_RUN, ""
     measured = [e for e in effects if e.ours is not None and math.isfinite(e.ours)]
+    if effects and not measured:
+        return INCONCLUSIVE, f"{effects[0].what}: not measured"
     diffs = [e for e in measured if not e.level]
     known = [e for e in diffs if e.allowance is not None and math.isfinite(e.allowance)]
     against = [e for e in known if e.ours < -e.allowance]
