@@ -38,7 +38,7 @@ def test_inan_ablation_smoke(smoke_run):
     assert (df["alpha"] == df["gamma"] * df["tau"]).all()
     for _, row in df.iterrows():  # each row is its run's metrics
         run = f"small_real_tau{row['tau']:g}_gamma{row['gamma']:g}"
-        metrics = json.loads((smoke_run / "results/inan/ablation/ptb" / run / "metrics.json").read_text())
+        metrics = json.loads((smoke_run / SMOKE_RESULTS / "inan/ablation/ptb" / run / "metrics.json").read_text())
         assert (row["valid_ppl"], row["test_ppl"]) == pytest.approx((metrics["valid_ppl"], metrics["test_ppl"]), rel=1e-12)
     assert list(df["best_valid"]) == list(df["valid_ppl"] == df["valid_ppl"].min()) and df["best_valid"].sum() == 1
 
@@ -58,14 +58,14 @@ def test_inan_screen_smoke(smoke_run):
     assert row.loc["interval", "gain_over_vd"] == pytest.approx(0.0)
     assert row.loc["interval_grad", "baseline"] == "vd_interval"
     # the +AL run's soft target, from its own soft-target job, beside its gain; none for VD-LSTM
-    soft = pd.read_csv(smoke_run / "results" / "inan" / "screen" / "ptb" / "small_al_interval_grad" / "soft_target.csv")
+    soft = pd.read_csv(smoke_run / SMOKE_RESULTS / "inan" / "screen" / "ptb" / "small_al_interval_grad" / "soft_target.csv")
     assert row.loc["interval_grad", "soft_entropy_ratio"] == pytest.approx(soft["token_entropy_ratio"].iloc[0])
     assert 0 < row.loc["interval_grad", "soft_entropy_ratio"] <= 1 and row.loc["interval_grad", "soft_target_mass"] > 0
     assert 0 < row.loc["interval_grad", "al_share"] < 1 and pd.isna(row.loc["later", "soft_target_mass"])
     # the fixed norm reaches the run and its diagnostic: the model's own rows are far from norm 5
     tnorm = df[df["tag"] == "interval_tnorm"].iloc[0]
     assert tnorm["target_norm"] == 5.0 and tnorm["soft_target_mass"] > 5 * row.loc["interval_grad", "soft_target_mass"]
-    metrics = json.loads((smoke_run / "results" / "inan" / "screen" / "ptb" / "small_al_interval_tnorm"
+    metrics = json.loads((smoke_run / SMOKE_RESULTS / "inan" / "screen" / "ptb" / "small_al_interval_tnorm"
                           / "metrics.json").read_text())
     assert metrics["inan"]["target_norm"] == 5.0
     assert df.loc[df["variant"] == "re_bias", "model"].iloc[0] == "+RE with output bias (not the paper's RE)"
