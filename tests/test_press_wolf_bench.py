@@ -55,12 +55,13 @@ def test_readme_block_shows_the_published_speed_table(tmp_path):
 
     (tmp_path / "tables").mkdir()
     (tmp_path / "MANIFEST.json").write_text(json.dumps({"experiments": {"press_wolf": {"protocol": "reduced"}}}))
-    pd.DataFrame([{"size": "small", "clock": "wall", "threads": 2, "load_1min_start": 0.12, "load_1min_end": 1.9,
-                   "idle": False, "ours_tok_s": 7381.0, "plain_tok_s": 6839.0, "ratio": 7381 / 6839}]).to_csv(
+    pd.DataFrame([{"cell": "small", "clock": "wall", "threads": 2, "load_1min_start": 0.12, "load_1min_end": 1.9,
+                   "idle": False, "plain": "stock modules", "ours_tok_s": 7381.0, "plain_tok_s": 6839.0,
+                   "ratio": 7381 / 6839, "projected_row_hours": 1.25}]).to_csv(
         tmp_path / "tables/press_wolf_speed.csv", index=False)
     block = readme.render(tmp_path, "paper/measured")
     assert "From `paper/measured/tables/press_wolf_speed.csv`:" in block
-    assert "| small | wall | 2 | 0.12 | 1.9 | False | 7381 | 6839 | 107.9 % |" in block  # the ratio as %
+    assert "| small | wall | 2 | 0.12 | 1.9 | False | stock modules | 7381 | 6839 | 107.9 % | 1.25 |" in block
 
 
 def test_projection_adds_every_epoch_and_every_evaluation_of_the_row():

@@ -152,7 +152,7 @@ def load(root: str | Path = "results") -> Results:
     # ------------------------------------------------------------------------------ compute
     res.benchmarks = load_benchmarks(root)
     res.speed = _table(res, root, "press_wolf_speed", P.PW_SPEED_TABLE,
-                       ["size", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
+                       ["cell", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
     if res.il_memory is not None:
         res.throughput.append({"path": _rel(root, root / P.IL_MEMORY), "data": res.il_memory})
 
