@@ -13,8 +13,8 @@ tests/test_lstm_kernels.py; this module is therefore the *kernel* version, not t
 editing it neither reruns finished jobs nor refuses a checkpoint.
 
 - ``lstm_sequence``: one LSTM layer over a whole BPTT window (nn.LSTM weight layout and gate order
-  i, f, g, o; optional per-sequence mask on the recurrent state). The input projection of all time
-  steps is one matmul, the weight gradients are one matmul each after the backward time loop, and
+  i, f, g, o; optional masks: one per sequence on the recurrent state, or one per gate on x and
+  h_{t-1}). The input projection of all time steps is one (batched) matmul, the weight gradients are one matmul each after the backward time loop, and
   the per-step work is a handful of in-place ops, instead of ~20 autograd nodes per step.
 - ``linear_nll``: output layer + log-softmax + NLL summed over tokens, without materialising
   log-probabilities twice; the backward reuses the softmax buffer (p - onehot).
