@@ -4,8 +4,15 @@ with its provenance file."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from typing import Any
+import os
+import re
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from replicate import io as rio
 from replicate import provenance
@@ -17,13 +24,19 @@ SPEC_SOURCE = ("Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p 
 
 
 def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True, device: bool = True, run: bool = False,
+                 checkpoint: bool = False,
                  spec_help: str = "JSON spec, as the rule builds it") -> argparse.ArgumentParser:
     """``--spec``; ``threads``: ``--threads``; ``device``: ``--device`` and ``--allow-tf32``; ``run``:
-    ``--corpus`` and ``--out-dir`` (one training run)."""
+    ``--corpus`` and ``--out-dir`` (one training run); ``checkpoint``: ``--drop-checkpoint`` (an engine run)."""
     parser.add_argument("--spec", required=True, help=f"{spec_help}. {SPEC_SOURCE}")
     if run:
         parser.add_argument("--corpus", required=True, help="prepared corpus.pt")
         parser.add_argument("--out-dir", required=True)
+    if checkpoint:
+        parser.add_argument("--drop-checkpoint", action="store_true",
+                            help="delete the run folder's checkpoint.pt once its results are written (config "
+                                 "keep_final_checkpoint: false); a rerun of the target then trains from scratch "
+                                 "instead of only re-evaluating")
     if threads:
         parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     if device:
@@ -55,6 +68,64 @@ def log(line: str) -> None:
 def last_logged() -> str:
     """The last line ``log`` wrote in this process ('' if none): where an interrupted job stopped."""
     return _last_logged[0]
+
+
+ATTEMPT_LOG = "train.log"
+CHECKPOINT = "checkpoint.pt"  # the engine's (replicate/lstm/train.py)
+
+
+class Terminated(BaseException):
+    """SIGTERM (a cluster time limit, snakemake stopping) turned into an exception, so that the attempt log
+    records how the attempt ended; the atomic writers never leave a half-written file either way."""
+
+
+@contextlib.contextmanager
+def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iterator[Callable[[str], None]]:
+    """One attempt of one training run: yields a ``log`` that also appends every line to
+    ``out_dir/train.log`` under a header for this attempt, and a closing line (finished, interrupted,
+    terminated or failed) after it. Snakemake deletes a job's ``log:`` file before each attempt; the run
+    folder's ``train.log`` keeps all of them. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / ATTEMPT_LOG
+    previous = path.read_text(errors="replace") if path.is_file() else ""
+    number = len(re.findall(r"^=== attempt \d+ started ", previous, flags=re.MULTILINE)) + 1
+    git = provenance.git_state()
+    commit = (git["commit"] or "no git")[:12] + ("+uncommitted" if git["dirty"] else "")
+    resumes = "resumes from checkpoint.pt" if (out / CHECKPOINT).is_file() else "starts from scratch"
+    with open(path, "a", encoding="utf-8") as fh:
+        def attempt_log(line: str) -> None:
+            log(line)
+            fh.write(line + "\n")
+            fh.flush()
+
+        fh.write(f"\n=== attempt {number} started {provenance.now()} · {socket.gethostname()} pid {os.getpid()} · "
+                 f"code {commit} · {resumes} ===\n")
+        fh.flush()
+
+        def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
+            raise Terminated()
+
+        main_thread = threading.current_thread() is threading.main_thread()  # signals: main thread only
+        old = signal.signal(signal.SIGTERM, on_term) if main_thread else None
+        try:
+            yield attempt_log
+            if drop_checkpoint:
+                (out / CHECKPOINT).unlink(missing_ok=True)
+            ending = "finished" + (" (checkpoint.pt deleted: --drop-checkpoint)" if drop_checkpoint else "")
+        except KeyboardInterrupt:
+            ending = "interrupted (Ctrl-C); rerun the target to resume from the last checkpoint"
+            raise
+        except Terminated:
+            ending = "terminated (SIGTERM); rerun the target to resume from the last checkpoint"
+            raise SystemExit(143) from None
+        except BaseException as exc:
+            ending = f"failed: {type(exc).__name__}: {exc}"
+            raise
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGTERM, old)
+            fh.write(f"=== attempt {number} ended {provenance.now()}: {ending} ===\n")
 
 
 def write_csv_with_provenance(path, frame, config: Any, started: str, device: str | None = None,

@@ -68,6 +68,10 @@ def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
     rerun = subprocess.run(_command(tiny_corpus, run_dir), check=True, env=_env(), capture_output=True,
                            text=True, timeout=300)
     assert "resumed from" in rerun.stdout
+    attempts = (run_dir / "train.log").read_text().split("=== attempt 2 started ")
+    assert len(attempts) == 2 and "=== attempt 1 started " in attempts[0] and "starts from scratch" in attempts[0]
+    assert "epoch 2/2 batch 100/" in attempts[0] and "=== attempt 1 ended" not in attempts[0]  # SIGKILL: no ending
+    assert "resumes from checkpoint.pt" in attempts[1] and "=== attempt 2 ended" in attempts[1]
     resumed = rio.read_json(run_dir / "metrics.json")
     for key in PPL_KEYS:
         assert resumed[key] == reference[key], key  # bit-identical floats

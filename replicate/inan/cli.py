@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
+from replicate.cli_common import add_job_args, load_spec, log, training_attempt, write_csv_with_provenance
 
 
 def _train(args) -> int:
@@ -27,18 +27,19 @@ def _train(args) -> int:
     # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
     # before training (a source edited while the run trains must not be stamped on its numbers)
     code_version = provenance.source_hash(*TRAIN_MODULES)
-    result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
-                       load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
-                       allow_tf32=args.allow_tf32, log=log, **hooks)
-    result["code_version"] = code_version
-    result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
-                      "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
-                      "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
-                      "soft_target_grad": al.soft_target_grad if al else None,
-                      "prediction_bias": al.prediction_bias if al else None,
-                      "target_norm": al.target_norm if al else None,
-                      "reduction": spec.get("reduction")}
-    rio.write_json(Path(args.out_dir) / "metrics.json", result)
+    with training_attempt(args.out_dir, args.drop_checkpoint) as attempt_log:
+        result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
+                           load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
+                           allow_tf32=args.allow_tf32, log=attempt_log, **hooks)
+        result["code_version"] = code_version
+        result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
+                          "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
+                          "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
+                          "soft_target_grad": al.soft_target_grad if al else None,
+                          "prediction_bias": al.prediction_bias if al else None,
+                          "target_norm": al.target_norm if al else None,
+                          "reduction": spec.get("reduction")}
+        rio.write_json(Path(args.out_dir) / "metrics.json", result)
     return 0
 
 
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train (or resume) one Table 1 / ablation run")
-    add_job_args(p, run=True,
+    add_job_args(p, run=True, checkpoint=True,
                  spec_help='JSON: {"dataset", "size", "variant", "seed", "size_settings", "overrides", "config"}')
     p.set_defaults(func=_train)
 

@@ -16,13 +16,20 @@ from pathlib import Path
 from replicate import io as rio
 from replicate import paths
 from replicate import provenance
-from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
+from replicate.cli_common import add_job_args, load_spec, training_attempt, write_csv_with_provenance
 from replicate.errors import ReplicateError
 from replicate.scale import LSTM_RUN_MATH
 
 
 # ----------------------------------------------------------------------------- train
 def cmd_train(args) -> int:
+    with training_attempt(args.out_dir, args.drop_checkpoint) as log:
+        _train(args, log)
+    return 0
+
+
+def _train(args, log) -> None:
+    """One grid run: train_run with the hooks, then updates.csv, embeddings.pt and summary.json."""
     import torch
 
     from replicate.scale import embeddings as emb
@@ -46,7 +53,7 @@ def cmd_train(args) -> int:
     run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
     started = provenance.now()
     metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device,
-                        allow_tf32=args.allow_tf32, on_step=tracker, on_epoch=recorder)
+                        allow_tf32=args.allow_tf32, log=log, on_step=tracker, on_epoch=recorder)
     # parameter split from a model of the same architecture (cheap: no training)
     model_cfg, _ = resolve(settings, len(corpus.vocab))
     model = LSTMLM(model_cfg)
@@ -73,7 +80,6 @@ def cmd_train(args) -> int:
     rio.torch_save(out / "embeddings.pt", {**recorder.state_dict(), "variant": spec["variant"],
                                            "seed": int(spec["seed"])})
     rio.write_json(out / "summary.json", summary)
-    return 0
 
 
 # ----------------------------------------------------------------------------- transformer
@@ -234,7 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    add_job_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"), run=True)
+    add_job_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"), run=True,
+                 checkpoint=True)
     add_job_args(sub.add_parser("transformer", help="one small Llama-style run on WikiText-2"), run=True)
 
     q = sub.add_parser("table", help="tying-gain tables, claims and figures")

@@ -83,6 +83,13 @@ def spec_json(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+def engine_flags(keep_checkpoint=None):
+    """Flags of an engine training command: --allow-tf32 (config allow_tf32) and --drop-checkpoint (config
+    keep_final_checkpoint false; keep_checkpoint=True for runs whose weights an analysis reads)."""
+    keep = config["keep_final_checkpoint"] if keep_checkpoint is None else keep_checkpoint
+    return " ".join(flag for flag, on in (("--allow-tf32", config["allow_tf32"]), ("--drop-checkpoint", not keep)) if on)
+
+
 def run_config(section, **extra):
     """The part of the config a job depends on, plus the global keys, as one dict."""
     base = {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"]}

@@ -23,7 +23,7 @@ rule inan_train:
         spec=_with_config(inan_table1_spec),
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        flags=engine_flags(),
         code=code_version(*INAN_CODE),
     threads: INAN["threads"]
     resources:
@@ -38,7 +38,7 @@ rule inan_train:
         R("benchmarks/inan/table1/{dataset}/{size}_{variant}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule inan_ablation_train:
@@ -56,7 +56,7 @@ rule inan_ablation_train:
         spec=_with_config(inan_ablation_spec),
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        flags=engine_flags(),
         code=code_version(*INAN_CODE),
     threads: INAN["threads"]
     resources:
@@ -71,7 +71,7 @@ rule inan_ablation_train:
         R("benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule inan_screen_train:
@@ -88,7 +88,7 @@ rule inan_screen_train:
         spec=_with_config(inan_screen_spec),
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        flags=engine_flags(keep_checkpoint=True),  # inan_screen_soft_target reads the weights
         code=code_version(*INAN_CODE),
     threads: INAN["threads"]
     resources:
@@ -103,7 +103,7 @@ rule inan_screen_train:
         R("benchmarks/inan/screen/{dataset}/{size}_{variant}_{tag}.tsv")
     shell:
         "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule inan_screen_soft_target:

@@ -19,7 +19,7 @@ rule press_wolf_train:
         spec=press_wolf_spec,
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        flags=engine_flags(),
         code=code_version(*LSTM_RUN_MODULES),
     threads: PW["threads"]
     resources:
@@ -34,7 +34,7 @@ rule press_wolf_train:
         R("benchmarks/press_wolf/{cell}/seed{seed}.tsv")
     shell:
         "python -m replicate press-wolf train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule press_wolf_table:

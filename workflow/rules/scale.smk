@@ -30,7 +30,7 @@ rule scale_train:
         spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None))),
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
+        flags=engine_flags(),
         code=SC_LSTM_CODE,
     threads: SC["threads"]
     resources:
@@ -43,7 +43,7 @@ rule scale_train:
         R("benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.tsv")
     shell:
         "python -m replicate scale train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
+        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule scale_table:
