@@ -238,6 +238,20 @@ def test_smoke_data_stage(smoke_run):
 
 
 @pytest.mark.slow
+def test_smoke_runs_keep_every_attempt_log_and_drop_finished_checkpoints(smoke_run):
+    """config/smoke.yaml sets keep_final_checkpoint: false: no finished run keeps its weights, every
+    engine run folder (Press & Wolf, Inan, scale) has its train.log with one finished attempt."""
+    root = smoke_run / SMOKE_RESULTS
+    logs = sorted(root.rglob("train.log"))
+    kinds = {p.relative_to(root).parts[0] for p in logs}
+    assert {"press_wolf", "inan", "scale"} <= kinds, kinds
+    assert len(logs) >= 4 + 4  # the four Table 6 cells, the four Table 1 rows, and the scale runs
+    for log in logs:
+        text = log.read_text()
+        assert text.count("=== attempt 1 started ") == 1 and "=== attempt 1 ended" in text and ": finished" in text
+    assert not list(root.rglob("checkpoint.pt"))
+
+@pytest.mark.slow
 def test_code_change_reruns_dependent_rules(workflow_dir, tmp_path):
     """Editing a package module reruns the rules whose `code` params hash it, and no other rule: run the
     data stage with a copy of the package, then edit the copy."""
