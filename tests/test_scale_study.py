@@ -1,4 +1,4 @@
-"""The early-stopped scale study (issue 41): intervals and regressions on cases with known answers, the
+"""The early-stopped scale study: intervals and regressions on cases with known answers, the
 grid with its regularisation levels, the stopping settings, the default preset's cost, the config schema."""
 
 from __future__ import annotations
@@ -220,10 +220,10 @@ SCALE_TARGETS = ("tables/scale_claims.csv", "tables/scale_embedding_similarity.c
     ("paper.yaml", "results", 206, 36),       # (5 + 1 WT2 + 4 more hiddens) x 2 x 5 x 2 + the PR analysis, 2 x 3
     ("smoke.yaml", "results_smoke", 18, 4),   # (2 + 1 WT2 + 1 more hidden) x 2 x 1 seed x 2 + the PR analysis, 2
 ])
-def test_presets_plan_the_scale_dag(tmp_path, name, results, lstm_jobs, tf_jobs):
-    from support.workflow import job_counts, run_snakemake, workflow_copy
+def test_presets_plan_the_scale_dag(workflow_dir, name, results, lstm_jobs, tf_jobs):
+    from support.workflow import job_counts, run_snakemake
 
-    wf = workflow_copy(tmp_path / "wf")
+    wf = workflow_dir
     config = [] if name == "config.yaml" else ["--configfile", f"config/{name}"]
     out = run_snakemake(["-n", "--cores", "2", *[f"{results}/{t}" for t in SCALE_TARGETS], *config], cwd=wf).stdout
     jobs = job_counts(out)

@@ -240,7 +240,7 @@ def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("tying gain (untied / tied valid ppl − 1)")
-        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
         if study == "model":
             ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
         # the essay's direction: gain falls as the share falls (right to left), as the data grows (left to right)
