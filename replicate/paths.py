@@ -75,7 +75,7 @@ IL_FIGURES = ("figures/initial_loss_vs_width", "figures/initial_loss_standard_in
               "figures/embedding_share")  # stems (.png, .svg)
 
 # -------------------------------------------------------------- scale study, embedding analysis
-SCALE_RUN = "scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}"
+SCALE_RUN = "scale/runs/{dataset}/p{pct}_h{hidden}_{variant}_drop{dropout}/seed{seed}"
 SCALE_METRICS = f"{SCALE_RUN}/metrics.json"
 SCALE_SUMMARY = f"{SCALE_RUN}/summary.json"
 SCALE_UPDATES_RUN = f"{SCALE_RUN}/updates.csv"
@@ -86,16 +86,18 @@ SCALE_GAIN = "tables/scale_gain.csv"
 SCALE_DATA = "tables/scale_data.csv"
 SCALE_CLAIMS = "tables/scale_claims.csv"
 SCALE_GAIN_FIGURES = ("figures/scale_data_gain", "figures/scale_model_gain")  # stems
+SCALE_ANSWER_FIGURE = "figures/scale_answer"  # stem: tying gain vs embedding share and vs training tokens
 SCALE_UPDATES = "scale/update_frequency.csv"
 SCALE_SIMILARITY = "tables/scale_embedding_similarity.csv"
 SCALE_SIMILARITY_EPOCHS = "scale/embedding_similarity_epochs.csv"
 SCALE_WORDSIM = "scale/word_similarity.csv"
 SCALE_WORDSIM_DOWNLOADS = "scale/benchmarks"  # word-similarity files given by url
 SCALE_EMBEDDING_FIGURES = ("figures/scale_update_frequency", "figures/scale_embedding_similarity")  # stems
-SCALE_TRANSFORMER_RUN = "scale/transformer/{variant}_std{std}/seed{seed}"
+SCALE_TRANSFORMER_RUN = "scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}"
 SCALE_TRANSFORMER_SUMMARY = f"{SCALE_TRANSFORMER_RUN}/summary.json"
 SCALE_TRANSFORMER_CURVE = f"{SCALE_TRANSFORMER_RUN}/curve.csv"
 SCALE_TRANSFORMER = "tables/scale_transformer.csv"
+SCALE_TRANSFORMER_COMPARISON = "tables/scale_transformer_comparison.csv"
 SCALE_TRANSFORMER_CURVES = "scale/transformer_curves.csv"
 SCALE_TRANSFORMER_FIGURE = "figures/scale_transformer"  # stem
 

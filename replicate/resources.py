@@ -166,3 +166,18 @@ def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Est
     return Estimate(mem_mb=_round_up(mem, MEM_STEP_MB), runtime_min=int(runtime),
                     parameters=2 * n * d + layers * block, train_flops=0.0,
                     one_thread_hours=numbers / MEASURED_RNG_NUMBERS_PER_S_PER_THREAD / 3600)
+
+
+def transformer_one_thread_hours(section: dict[str, Any], shape: dict[str, int]) -> float:
+    """Expected one-thread hours of one scale-study transformer run (``section``: config scale.transformer):
+    its model FLOPs (6 x multiply-adds per training token, 2 x per evaluation token; attention projections,
+    SwiGLU MLP, attention scores, output layer) at the LSTM engine's measured rate
+    (MEASURED_CPU_FLOPS_PER_THREAD). An estimate: the transformer's own throughput was not measured apart."""
+    from replicate.llama import mlp_hidden
+
+    d, layers, seq, vocab = section["d_model"], section["n_layers"], section["seq_len"], shape["vocab"]
+    macs = layers * (4 * d * d + 3 * d * mlp_hidden(d) + 2 * seq * d) + vocab * d
+    train_tokens = section["steps"] * section["batch_size"] * seq
+    evals = section["steps"] // section["eval_every"] + 2
+    eval_tokens = evals * min(section["eval_tokens"], shape["valid"])
+    return (6.0 * macs * train_tokens + 2.0 * macs * eval_tokens) / MEASURED_CPU_FLOPS_PER_THREAD / 3600

@@ -86,6 +86,9 @@ def _scale_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
     SCHEMAS.check(spec.get("pct"), "scale.schema.yaml#/properties/model/properties/pct", key="pct", where=where, fix=fix)
     hidden = SCHEMAS.check(spec.get("hidden"), "scale.schema.yaml#/properties/model/properties/hiddens/items",
                            key="hidden", where=where, fix=fix)
+    for key, node in (("patience", "lstm/properties/patience"), ("dropout", "lstm/properties/dropouts/items")):
+        if spec.get(key) is not None:
+            SCHEMAS.check(parse_text(str(spec[key])), f"scale.schema.yaml#/properties/{node}", key=key, where=where, fix=fix)
     lstm = spec.get("lstm", {})
     check_engine_settings(run_settings({"size": lstm.get("size"), "overrides": lstm.get("overrides", {})}, hidden,
                                        spec.get("variant"), spec.get("seed", 0), None), where)
@@ -100,6 +103,8 @@ def _scale_transformer(spec: dict[str, Any], args: argparse.Namespace) -> None:
                           fix="pass the rule's --spec (scale.transformer: config/README.md)")
     SCHEMAS.check(parse_text(str(spec.get("std"))), f"{node}/properties/stds/items", key="std",
                   where=f"scale transformer {spec.get('name', '--spec')}", fix="use a number or inv_sqrt_d / log_n_over_d")
+    SCHEMAS.check(spec.get("lr"), f"{node}/properties/lrs/items", key="lr",
+                  where=f"scale transformer {spec.get('name', '--spec')}", fix="use a number in (0, 1]")
 
 
 CHECKS: dict[tuple[str, str], Callable[[dict[str, Any], argparse.Namespace], None]] = {

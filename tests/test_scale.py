@@ -23,13 +23,14 @@ CFG = {
 
 def test_grid_shares_cells_between_studies():
     grid = study.lstm_grid(CFG)
-    keys = [tuple(p.values()) for p in grid]
+    keys = [tuple(p[k] for k in study.GRID_KEYS[:5]) for p in grid]
+    assert {p["dropout"] for p in grid} == {"0"}  # no scale.lstm.dropouts: one level, no dropout
     assert len(keys) == len(set(keys))
     # data: 2 pcts x 2 tyings x 2 seeds + wt2 2 x 2 = 12; model adds h400 x 2 (h200 @100 shared);
     # analysis adds tied_pr seed 1 only (pr_seeds)
     assert len(grid) == 12 + 2 + 1
     assert ("ptb", 100, 200, "tied_pr", 1) in keys and ("ptb", 100, 200, "tied_pr", 2) not in keys
-    assert study.run_dir("ptb", 25, 400, "tied", 3) == "results/scale/runs/ptb/p25_h400_tied/seed3"
+    assert study.run_dir("ptb", 25, 400, "tied", 3) == "results/scale/runs/ptb/p25_h400_tied_drop0/seed3"
 
 
 def test_nested_fractions_and_settings():
@@ -60,12 +61,12 @@ def _lr_per_update(overrides, pct, updates_per_full_epoch=1000):
 ])
 def test_equal_updates_follows_the_full_run_update_by_update(overrides):
     lstm = {"size": "small", "overrides": overrides, "equal_updates": True}
-    full = study.lstm_overrides(lstm, 100)
+    full = study.equal_update_overrides(lstm, 100)
     assert full == overrides  # the 100 % run is unchanged
     lr_full = _lr_per_update(full, 100)
     _, cfg = study.resolve({"size": "small", **overrides}, vocab_size=1)
     for pct in (10, 25):
-        scaled = study.lstm_overrides(lstm, pct)
+        scaled = study.equal_update_overrides(lstm, pct)
         lr = _lr_per_update(scaled, pct)
         assert len(lr) == len(lr_full)  # as many updates as the 100 % run
         for k in range(cfg.epochs):  # equal at the last update of every 100 % epoch
@@ -80,22 +81,22 @@ def test_equal_updates_follows_the_full_run_update_by_update(overrides):
 def test_equal_updates_values_rounding_and_off():
     lstm = {"size": "small", "overrides": {"epochs": 2, "max_epoch": 1, "decay": 0.5, "schedule": "later"},
             "equal_updates": True}
-    assert study.lstm_overrides(lstm, 10) == {"epochs": 20, "max_epoch": 10, "decay": 0.5 ** 0.1, "schedule": "later"}
-    assert study.lstm_overrides(lstm, 25) == {"epochs": 8, "max_epoch": 4, "decay": 0.5 ** 0.25, "schedule": "later"}
-    assert study.lstm_overrides(lstm, 100) == lstm["overrides"]
+    assert study.equal_update_overrides(lstm, 10) == {"epochs": 20, "max_epoch": 10, "decay": 0.5 ** 0.1, "schedule": "later"}
+    assert study.equal_update_overrides(lstm, 25) == {"epochs": 8, "max_epoch": 4, "decay": 0.5 ** 0.25, "schedule": "later"}
+    assert study.equal_update_overrides(lstm, 100) == lstm["overrides"]
     # 100/30 = 3.33: epochs 6.67 -> 7, held epochs 3.33 -> 3 (nearest integer, halves up: 2.5 -> 3)
-    assert study.lstm_overrides(lstm, 30)["epochs"] == 7 and study.lstm_overrides(lstm, 30)["max_epoch"] == 3
+    assert study.equal_update_overrides(lstm, 30)["epochs"] == 7 and study.equal_update_overrides(lstm, 30)["max_epoch"] == 3
     assert study.round_epochs(2.5) == 3 and study.round_epochs(2.49) == 2
     # r0.8 holds max_epoch + 1 epochs: the small preset's 5 held epochs x 4 = 20 -> max_epoch 19
-    r08 = study.lstm_overrides({"size": "small", "overrides": {}, "equal_updates": True}, 25)
+    r08 = study.equal_update_overrides({"size": "small", "overrides": {}, "equal_updates": True}, 25)
     assert r08 == {"epochs": 52, "max_epoch": 19, "decay": 0.5 ** 0.25}
     off = {**lstm, "equal_updates": False}
-    assert study.lstm_overrides(off, 10) == lstm["overrides"]
-    assert study.lstm_overrides({k: v for k, v in off.items() if k != "equal_updates"}, 10) == lstm["overrides"]
+    assert study.equal_update_overrides(off, 10) == lstm["overrides"]
+    assert study.equal_update_overrides({k: v for k, v in off.items() if k != "equal_updates"}, 10) == lstm["overrides"]
     from replicate.errors import ReplicateError
 
     with pytest.raises(ReplicateError, match="max_batches"):
-        study.lstm_overrides({**lstm, "overrides": {"epochs": 1, "max_batches": 6}}, 50)
+        study.equal_update_overrides({**lstm, "overrides": {"epochs": 1, "max_batches": 6}}, 50)
 
 
 def test_train_spec_carries_the_scaled_overrides_and_leaves_them_alone_when_off():
@@ -109,7 +110,9 @@ def test_train_spec_carries_the_scaled_overrides_and_leaves_them_alone_when_off(
     assert settings["epochs"] == 20 and settings["max_epoch"] == 10
     off = {**sc, "lstm": {**sc["lstm"], "equal_updates": False}}
     spec = study.train_spec(off, wc, {"protocol": "reduced"})
-    assert spec["lstm"] == {"size": "small", "overrides": sc["lstm"]["overrides"]} and "equal_updates" not in spec
+    no_dropout = {"dropout": "none", "dropout_rate": 0.0}
+    assert spec["lstm"] == {"size": "small", "overrides": {**sc["lstm"]["overrides"], **no_dropout}}
+    assert "equal_updates" not in spec and spec["patience"] is None
 
 
 def _runs(gains_by_pct, seeds=(1, 2), noise=0.0):
@@ -216,8 +219,13 @@ def test_smoke_scale_outputs(smoke_run):
     gain = pd.read_csv(res / "tables" / "scale_gain.csv")
     assert {"data", "model", "wikitext2"} <= set(gain["study"])
     claims = pd.read_csv(res / "tables" / "scale_claims.csv")
-    assert set(claims["claim_id"]) == {"scale_data_gain", "scale_model_share"}
-    for stem in ("scale_data_gain", "scale_model_gain", "scale_transformer", "scale_update_frequency",
+    assert set(claims["claim_id"]) == {"scale_data_gain", "scale_model_share", "scale_data_gain_drop0.3",
+                                       "scale_model_share_drop0.3"}
+    assert {"ci_low", "ci_high", "dropout"} <= set(claims.columns)
+    assert {"log_ratio_lo", "log_ratio_hi", "runs_at_cap"} <= set(gain.columns)
+    runs = pd.read_csv(res / "scale" / "runs.csv")
+    assert set(runs["stop_reason"]) <= {"patience", "cap"} and (runs["epochs"] <= 2).all()
+    for stem in ("scale_answer", "scale_data_gain", "scale_model_gain", "scale_transformer", "scale_update_frequency",
                  "scale_embedding_similarity"):
         assert (res / "figures" / f"{stem}.png").stat().st_size > 0
         assert (res / "figures" / f"{stem}.svg").is_file()
@@ -241,5 +249,8 @@ def test_smoke_embedding_analysis_outputs(smoke_run):
     ws = pd.read_csv(res / "scale" / "word_similarity.csv")
     assert ws["status"].str.startswith("not provided").all()
     tf = pd.read_csv(res / "tables" / "scale_transformer.csv")
-    assert set(tf["variant"]) == {"untied", "tied", "tied_rescale"}
-    assert (abs(tf["step0_loss"] - tf["log_n"]) < 0.5).all()
+    assert set(tf["variant"]) == {"untied", "tied", "tied_rescale", "tied_rescale_unit"} and tf["selected"].all()
+    unit = tf[tf["variant"] == "tied_rescale_unit"].iloc[0]
+    assert unit["embed_std"] == 1.0 and unit["theory_step0_loss"] > unit["log_n"]
+    # unit-variance logits add about var/2 = 0.5 nats to log n (T5's pairing); the others start near log n
+    assert (abs(tf["step0_loss"] - tf["log_n"]) < tf["variant"].map(lambda v: 1.0 if v.endswith("unit") else 0.5)).all()

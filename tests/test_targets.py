@@ -23,7 +23,7 @@ OUTPUTS = [
     ("results/inan/table1/ptbb/small_al/metrics.json", ["dataset='ptbb'", "one of ptb, wikitext2", "'ptb'"]),
     ("results/inan/table1/ptb/huge_al/metrics.json", ["size='huge'", "one of small, medium, large"]),
     ("results/inan/table1/ptb/small_all/metrics.json", ["variant='all'", "(did you mean 'al'?)"]),
-    ("results/scale/runs/ptb/p_h200_tied/seed1/summary.json", ["rule scale_train", "pct is empty"]),
+    ("results/scale/runs/ptb/p_h200_tied_drop0/seed1/summary.json", ["rule scale_train", "pct is empty"]),
     ("results/press_wolff/small/seed1/metrics.json",
      ["no rule writes", "closest path a rule writes is results/press_wolf/{cell}/seed{seed}/metrics.json"]),
 ])

@@ -155,9 +155,9 @@ PLAN_REFUSALS = [
      ["beta=1.5", "a number from 0 to 1"]),
     ("inan-unknown-reading", "results/inan/subspace/zero_w_sdg/tau10_beta0.5.json", None,
      ["unknown reading 'zero_w_sdg'", "'zero_w_sgd'"]),
-    ("scale-fraction-above-100", "results/scale/runs/ptb/p150_h200_tied/seed1/summary.json", None,
-     ["scale run ptb/p150_h200_tied/seed1", "pct=150", "an integer from 1 to 100"]),
-    ("scale-unknown-std", "results/scale/transformer/tied_stdbig/seed1/summary.json", None,
+    ("scale-fraction-above-100", "results/scale/runs/ptb/p150_h200_tied_drop0/seed1/summary.json", None,
+     ["scale run ptb/p150_h200_tied_drop0/seed1", "pct=150", "an integer from 1 to 100"]),
+    ("scale-unknown-std", "results/scale/transformer/tied_stdbig_lr0.003/seed1/summary.json", None,
      ["std='big'", "inv_sqrt_d"]),
     ("sweep-width-in-path", "results/initial_loss/runs/d1000000.csv", None,
      ["sweep point d=1000000", "width=1000000", "an integer from 2 to 65536"]),
@@ -207,8 +207,8 @@ def test_valid_values_in_paths_are_planned(workflow_dir):
     targets = [PW.format("small_wt_pr@pr_lambda=0.05@max_batches=null"),
                "results/inan/ablation/ptb/small_real_tau2.5_gamma0/metrics.json",
                "results/inan/subspace/zero_w_sgd/tau10_beta0.25.json",
-               "results/scale/runs/ptb/p25_h400_tied/seed3/summary.json",
-               "results/scale/transformer/tied_stdinv_sqrt_d/seed1/summary.json",
+               "results/scale/runs/ptb/p25_h400_tied_drop0/seed3/summary.json",
+               "results/scale/transformer/tied_stdinv_sqrt_d_lr0.003/seed1/summary.json",
                "results/initial_loss/runs/d96.csv"]
     out = run_snakemake(["-n", *targets], cwd=workflow_dir).stdout
     for rule in ("press_wolf_train", "inan_ablation_train", "inan_subspace_point", "scale_train",

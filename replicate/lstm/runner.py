@@ -32,9 +32,10 @@ def build(settings: dict[str, Any], vocab_size: int):
 
 
 def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None = None,
-              device: str = "auto", allow_tf32: bool = False, log=print, **hooks) -> dict[str, Any]:
-    """Train (or resume) one run and write its outputs; ``hooks`` go to ``Trainer``
-    (extra_loss, on_epoch, on_step)."""
+              device: str = "auto", allow_tf32: bool = False, log=print, trainer_cls: type[Trainer] = Trainer,
+              **hooks) -> dict[str, Any]:
+    """Train (or resume) one run and write its outputs; ``hooks`` go to the trainer (extra_loss, on_epoch,
+    on_step, and what a ``trainer_cls`` subclass adds, e.g. the scale study's early stopping)."""
     started = provenance.now()
     # what this process computes with, read once at the start (the checkout may change while it trains)
     git = provenance.git_state()
@@ -50,8 +51,8 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     # A checkpoint written by other training code is never resumed silently (a rerun after a code
     # change would otherwise serve the old code's weights under the new code's name).
     fingerprint["code_version"] = versions["code_version"]
-    trainer = Trainer(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
-                      name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
+    trainer = trainer_cls(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
+                          name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
     metrics = trainer.run()
     result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
               **versions, "provenance": provenance.collect(spec.get("config", spec), started, str(dev), git)}

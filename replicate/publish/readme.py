@@ -78,12 +78,13 @@ VIEWS = {
                   ("n_seeds", "distance_mean", "paper_distance_approx"))),
     "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),
                           ("loss_mean", "reference_kind", "reference_loss", "diff"), _theory_rows),),
-    "scale": (View("tables/scale_gain.csv", ("study", "dataset", "pct", "hidden"),
-                   ("n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "rel_gain_mean"),
+    "scale": (View("tables/scale_gain.csv", ("study", "dataset", "pct", "hidden", "dropout"),
+                   ("n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "rel_gain_mean",
+                    "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap"),
                    percent=("rel_gain_mean",)),
-              View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value")),
-              View("tables/scale_transformer.csv", ("variant", "std", "seed"),
-                   ("step0_loss", "theory_step0_loss", "final_valid_ppl"))),
+              View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value", "ci_low", "ci_high")),
+              View("tables/scale_transformer.csv", ("variant", "std", "lr", "seed"),
+                   ("selected", "step0_loss", "theory_step0_loss", "final_valid_ppl"))),
 }
 
 

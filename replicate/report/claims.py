@@ -489,14 +489,11 @@ def scale_embedding_share_shrinks(r) -> Verdict:
 
 # ---------------------------------------------------------------------------------- scale study
 def _slope(x, y) -> tuple[float, float]:
-    """Least-squares slope of y on x and its standard error (scipy.stats.linregress; nan s.e. under 3 points)."""
-    from scipy.stats import linregress
+    """Least-squares slope of y on x and its standard error (the scale study's own ``slope_test``)."""
+    from replicate.scale.study import slope_test
 
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 2 or np.ptp(x) == 0:
-        return math.nan, math.nan
-    fit = linregress(x, y)
-    return float(fit.slope), float(fit.stderr) if len(x) > 2 else math.nan
+    t = slope_test(x, y)
+    return t["slope"], t["se"]
 
 
 def _trend_verdict(slope: float, se: float, want_negative: bool, what: str) -> Verdict:
@@ -510,26 +507,28 @@ def _trend_verdict(slope: float, se: float, want_negative: bool, what: str) -> V
         status, reading = FAILS, "opposite sign, beyond 2 s.e."
     else:
         status, reading = INCONCLUSIVE, "within 2 s.e. of zero"
-    se_text = f"{se:.3g}" if math.isfinite(se) else "n/a"
-    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {se_text}; {reading})")
+    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {f'{se:.3g}' if math.isfinite(se) else 'n/a'}; {reading})")
+
+
+def _no_dropout(s):  # the early-stopped design's no-dropout level (its scale_claims.csv judges every level)
+    return s[s["dropout"].astype(float) == 0] if s is not None and "dropout" in s.columns else s
 
 
 def scale_gain_shrinks_with_data(r) -> Verdict:
-    s = r.scale_data
+    s = _no_dropout(r.scale_data)
     if s is None or "train_tokens" not in s.columns:
         return not_run("data-scale study not produced")
     s = s.dropna(subset=["train_tokens", "rel_gain" if "rel_gain" in s.columns else "gain"])
     if s["train_tokens"].nunique() < 2:
         return not_run("data-scale study needs at least two data sizes")
-    y = s["rel_gain"] if "rel_gain" in s.columns else s["gain"]
-    slope, se = _slope(np.log10(s["train_tokens"].astype(float)), y)
+    slope, se = _slope(np.log10(s["train_tokens"].astype(float)), s["rel_gain"] if "rel_gain" in s.columns else s["gain"])
     means = s.groupby("train_tokens")["gain"].mean().sort_index()
     v = _trend_verdict(slope, se, True, f"{'relative ' if 'rel_gain' in s.columns else ''}tying gain vs "
                        f"log10(training tokens) over {len(s)} (size, seed) pairs")
     v.evidence += (f"; mean gain (valid ppl untied − tied) {means.iloc[0]:.2f} at {int(means.index[0]):,} tokens → "
                    f"{means.iloc[-1]:.2f} at {int(means.index[-1]):,}")
     epochs = s.groupby("train_tokens")["epochs"].first().sort_index() if "epochs" in s.columns else pd.Series()
-    if epochs.nunique() > 1:  # data size and training length move together: the trend cannot be read as run
+    if epochs.nunique() > 1 and "untied_stop" not in s.columns:  # fixed lengths that fall with data (not early stopping)
         v.status = INCONCLUSIVE
         v.scope = (f"epochs fall as data grows ({'/'.join(str(int(e)) for e in epochs)} from the smallest to the "
                    "largest data size), so data size and training length are confounded: not testable as run")
@@ -537,7 +536,7 @@ def scale_gain_shrinks_with_data(r) -> Verdict:
 
 
 def scale_gain_shrinks_with_share(r) -> Verdict:
-    s = r.scale_model
+    s = _no_dropout(r.scale_model)
     if s is None or s["embedding_share"].nunique() < 2:
         return not_run("model-scale study not produced (needs at least two hidden sizes)")
     slope, se = _slope(s["embedding_share"].astype(float), s["rel_gain"].astype(float))

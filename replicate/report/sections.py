@@ -433,8 +433,9 @@ def section_inan(ctx: Context) -> str:
 SCALE_TABLES = (
     ("scale_gain", "Tying gain at every point of the study", "Mean over seeds; gain = valid ppl untied − tied; "
      "sem = standard error of the mean over seeds.",
-     ["study", "dataset", "pct", "train_tokens", "hidden", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean",
-      "gain_mean", "gain_sem", "rel_gain_mean", "embedding_share_untied", "metric", "protocol"]),
+     ["study", "dataset", "pct", "train_tokens", "hidden", "dropout", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean",
+      "gain_mean", "gain_sem", "rel_gain_mean", "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap",
+      "embedding_share_untied", "metric", "protocol"]),
     ("scale_data", "Tying gain against training data (per seed)", "Nested fractions of the PTB training split.",
      None),
     ("embedding_similarity", "How alike the tied, input and output embeddings are",

@@ -33,7 +33,7 @@ def _train(args, log) -> None:
     import torch
 
     from replicate.scale import embeddings as emb
-    from replicate.scale import study
+    from replicate.scale import stopping, study
     from replicate.data import load_corpus
     from replicate.lstm.runner import train_run
     from replicate.lstm.config import resolve
@@ -52,8 +52,10 @@ def _train(args, log) -> None:
     out = Path(args.out_dir)
     run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
     started = provenance.now()
-    metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device,
-                        allow_tf32=args.allow_tf32, log=log, on_step=tracker, on_epoch=recorder)
+    patience = spec.get("patience")  # None: the previous design, a fixed number of epochs (the engine's own loop)
+    early = {} if patience is None else {"trainer_cls": stopping.StoppingTrainer, "patience": int(patience)}
+    metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device, allow_tf32=args.allow_tf32,
+                        log=log, on_step=tracker, on_epoch=recorder, **early)
     # parameter split from a model of the same architecture (cheap: no training)
     model_cfg, _ = resolve(settings, len(corpus.vocab))
     model = LSTMLM(model_cfg)
@@ -62,10 +64,13 @@ def _train(args, log) -> None:
     history = metrics.get("history") or []
     valids = [(r["valid_ppl"], r["epoch"]) for r in history if r.get("valid_ppl") is not None]
     best, best_epoch = min(valids) if valids else (metrics["valid_ppl"], None)
+    stop = metrics.get("stopping") or {"stop_reason": None, "patience": None, "max_epochs": metrics["epochs_completed"]}
     summary = {
         "run": spec["name"], "dataset": spec["dataset"], "pct": int(spec["pct"]), "train_tokens": tokens,
         "hidden": int(spec["hidden"]), "variant": spec["variant"], "tying": model_cfg.tying,
-        "projection": model_cfg.projection, "seed": int(spec["seed"]), "epochs": metrics["epochs_completed"],
+        "projection": model_cfg.projection, "dropout": study.dropout_name(spec.get("dropout", 0)),
+        "seed": int(spec["seed"]), "epochs": metrics["epochs_completed"], "stop_reason": stop["stop_reason"],
+        "patience": stop["patience"], "max_epochs": stop["max_epochs"],
         "vocab_size": len(corpus.vocab), "total_params": total, "embedding_params": emb_params,
         "non_embedding_params": total - emb_params, "embedding_share": emb_params / total,
         "train_ppl": metrics["train_ppl"], "train_clean_ppl": metrics["train_clean_ppl"],
@@ -109,6 +114,7 @@ def cmd_table(args) -> int:
                         (args.out_data, data), (args.out_claims, claims)):
         write_csv_with_provenance(path, frame, spec, started)
     figures.gain_figures(by_seed, gain, args.figures_dir, protocol)
+    figures.answer_figure(by_seed, args.figures_dir, protocol)
     for _, row in claims.iterrows():
         print(f"{row['claim_id']}: {row['verdict']} -- {row['evidence']}")
     return 0
@@ -205,13 +211,13 @@ def word_similarity(benchmarks: list[dict], finals: dict, vocab: list[str], down
 def cmd_transformer_summary(args) -> int:
     import pandas as pd
 
-    from replicate.scale import figures
+    from replicate.scale import figures, study
 
     started = provenance.now()
     spec = load_spec(args.spec)
     protocol = spec["protocol"]
     rows, curves = [], []
-    keep = ["variant", "std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
+    keep = ["variant", "std", "lr", "embed_std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
             "step0_loss", "theory_step0_loss", "log_n", "final_train_loss", "final_valid_loss", "final_valid_ppl",
             "grad_norm_median", "grad_norm_p99", "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes"]
     for run in args.runs:
@@ -220,17 +226,20 @@ def cmd_transformer_summary(args) -> int:
         rows.append({k: s[k] for k in keep})
         c = pd.read_csv(run / "curve.csv")
         c.insert(0, "seed", s["seed"])
+        c.insert(0, "peak_lr", s["lr"])
         c.insert(0, "std", s["std"])
         c.insert(0, "variant", s["variant"])
         curves.append(c)
-    table = pd.DataFrame(rows)
+    table = study.select_lr(pd.DataFrame(rows))
     table["protocol"] = protocol
+    comparison = study.transformer_comparison(table)
+    comparison["protocol"] = protocol
     curve = pd.concat(curves, ignore_index=True)
     curve["protocol"] = protocol
-    for path, frame in ((args.out_table, table), (args.out_curves, curve)):
+    for path, frame in ((args.out_table, table), (args.out_curves, curve), (args.out_comparison, comparison)):
         write_csv_with_provenance(path, frame, spec, started)
     figures.transformer_figures(curve, table, args.figures_dir, protocol)
-    print(table.to_string())
+    print(comparison.to_string())
     return 0
 
 
@@ -265,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_args(q, threads=False, device=False)
     q.add_argument("--out-table", required=True)
     q.add_argument("--out-curves", required=True)
+    q.add_argument("--out-comparison", required=True)
     q.add_argument("--figures-dir", required=True)
     q.add_argument("runs", nargs="+", help="run folders (summary.json, curve.csv)")
     return p

@@ -37,6 +37,9 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
     plt = _plt()
     out_dir = Path(out_dir)
     saved = []
+    if "dropout" in by_seed:  # these two: the first regularisation level (answer_figure shows every level)
+        first = min(by_seed["dropout"].astype(str), key=float)
+        by_seed = by_seed[by_seed["dropout"].astype(str) == first]
     # ---- data scale
     d = by_seed[by_seed["study"] == "data"]
     w = by_seed[by_seed["study"] == "wikitext2"]
@@ -162,6 +165,9 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
 
 def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     plt = _plt()
+    if "selected" in table and "peak_lr" in curve:  # a learning-rate sweep: every variant at its own best
+        table = table[table["selected"].astype(bool)]
+        curve = curve.merge(table[["variant", "std", "lr"]].drop_duplicates().rename(columns={"lr": "peak_lr"}))
     fig, axes = plt.subplots(1, 3, figsize=(11, 4.6))
     window = max(1, int(curve["step"].max() // 50))
     for (variant, std), g in curve.groupby(["variant", "std"]):
@@ -197,3 +203,56 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
     fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}), {protocol} protocol")
     fig.tight_layout()
     return save_figure(fig, Path(out_dir) / _name(paths.SCALE_TRANSFORMER_FIGURE))
+
+
+def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
+    """The figure that answers the essay: tying gain (exp(log ratio) − 1) against embedding share (model
+    study) and against training tokens (data study), one series per dropout level, means with 95 % t
+    intervals over seeds, the claims' least-squares fits dotted, and the essay's expected direction as a
+    dashed arrow. Reads tables of the previous design too (log ratio from the perplexities, dropout 0)."""
+    from replicate.scale.study import slope_test, t_interval
+
+    plt = _plt()
+    df = by_seed.copy()
+    df["log_ratio"] = np.log(df["untied_valid_ppl"] / df["tied_valid_ppl"])
+    df["dropout"] = df["dropout"].astype(str) if "dropout" in df else "0"
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    panels = ((axes[0], "model", "embedding_share_untied", False, "embedding share of parameters (untied model)"),
+              (axes[1], "data", "train_tokens", True, "training tokens (PTB prefix)"))
+    for ax, study, x, logx, xlabel in panels:
+        part = df[df["study"] == study]
+        for drop, g in part.groupby("dropout", sort=True):
+            rows = [(k, t_interval(s["log_ratio"])) for k, s in g.groupby(x)]
+            xs = np.array([k for k, _ in rows], float)
+            mean = np.array([np.expm1(c["mean"]) for _, c in rows])
+            lo = np.array([np.expm1(c["lo"]) if np.isfinite(c["lo"]) else np.expm1(c["mean"]) for _, c in rows])
+            hi = np.array([np.expm1(c["hi"]) if np.isfinite(c["hi"]) else np.expm1(c["mean"]) for _, c in rows])
+            line = ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3,
+                               label=f"dropout {drop} (n = {g.groupby(x).size().min()} seeds)")
+            fx = np.log10(g[x].astype(float)) if logx else g[x].astype(float)
+            fit = slope_test(fx, g["log_ratio"])
+            if np.isfinite(fit["slope"]):
+                grid = np.linspace(fx.min(), fx.max(), 20)
+                yfit = g["log_ratio"].mean() + fit["slope"] * (grid - fx.mean())
+                ax.plot(10 ** grid if logx else grid, np.expm1(yfit), ":", color=line[0].get_color())
+        if logx:
+            ax.set_xscale("log")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("tying gain (untied / tied valid ppl − 1)")
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
+        if study == "model":
+            ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
+        # the essay's direction: gain falls as the share falls (right to left), as the data grows (left to right)
+        start, end = ((0.9, 0.85), (0.15, 0.2)) if study == "model" else ((0.1, 0.85), (0.85, 0.2))
+        ax.annotate("", xy=end, xytext=start, xycoords="axes fraction",
+                    arrowprops=dict(arrowstyle="->", ls="--", color="grey", lw=1.2))
+        ax.text(0.5, 0.94, "essay: " + ("smaller share, smaller gain" if study == "model" else "more data, smaller gain"),
+                transform=ax.transAxes, ha="center", fontsize=8, color="grey")
+        if len(part):
+            ax.legend(fontsize=8, loc="lower center")
+        ax.set_title("model scale" if study == "model" else "data scale")
+    fig.suptitle(f"When does tying pay off? Means over seeds with 95 % t intervals; dotted: fits; dashed arrow: "
+                 f"the essay's expected direction ({protocol} protocol)", fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_ANSWER_FIGURE))

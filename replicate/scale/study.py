@@ -5,13 +5,19 @@ Three studies share one grid of runs (a cell used by two studies is trained once
   plus optional WikiText-2 points (2x PTB, 3.3x the vocabulary);
 - model: several hidden sizes at one fixed PTB fraction;
 - analysis: the runs the embedding analysis reads (untied, tied and their +PR variants).
-Every run is the small Zaremba / Press & Wolf preset (no dropout) with the study's overrides and
-its hidden size; only tying / projection / hidden size / data amount vary. With ``lstm.equal_updates``
-a run on p % of the data trains for as many updates as the 100 % run, on the same learning rate per
-update (``lstm_overrides``).
+Every run is the small Zaremba / Press & Wolf preset with the study's overrides, its hidden size and
+one of the study's regularisation levels (``lstm.dropouts``: Zaremba between-layer dropout rates, 0 = none,
+held fixed across the grid); only tying / projection / hidden size / data amount / dropout level vary.
+With ``lstm.patience`` every run trains to its own best valid perplexity (early stopping, at most
+``lstm.max_epochs`` epochs; ``replicate.scale.stopping``). With ``lstm.equal_updates`` (the previous
+design; not with patience) a run on p % of the data trains for as many updates as the 100 % run.
 
-Gain = valid perplexity untied − tied (positive: tying helps), relative gain = gain / untied;
-paired by seed.
+Gain = valid perplexity untied − tied (positive: tying helps), paired by seed; relative gain
+``rel_gain`` = gain / untied (the previous design's statistic, kept), and the statistic of the claims and
+intervals, ``log_ratio`` = ln(untied / tied) (0.05 = tied 4.9 % lower; exp(x) − 1 in percent in the
+tables). Per point: mean over seeds with a 95 % t interval; per claim: the least-squares slope of the
+per-seed log ratios against log10(training tokens) or the embedding share, with its 95 % t interval
+(n − 2 dof), and the verdict from that interval (``trend_verdict``).
 """
 
 from __future__ import annotations
@@ -26,35 +32,52 @@ from replicate import paths
 from replicate.errors import ReplicateError
 from replicate.lstm.config import resolve
 
+CONFIDENCE = 0.95  # two-sided level of every interval of the study
+
 VARIANTS = {
     "untied": {"tying": "untied", "projection": False},
     "tied": {"tying": "tied", "projection": False},
     "untied_pr": {"tying": "untied", "projection": True},
     "tied_pr": {"tying": "tied", "projection": True},
 }
-def run_dir(dataset: str, pct: int, hidden: int, variant: str, seed: int) -> str:
+def dropout_name(rate: float) -> str:
+    """A dropout rate as it appears in run paths and tables: 0, 0.3, 0.5."""
+    return f"{float(rate):g}"
+
+
+def run_dir(dataset: str, pct: int, hidden: int, variant: str, seed: int, dropout: float | str = 0) -> str:
     return paths.under_results(paths.SCALE_RUN.format(dataset=dataset, pct=int(pct), hidden=int(hidden), variant=variant,
-                                                      seed=int(seed)))
+                                                      dropout=dropout_name(dropout), seed=int(seed)))
+
+
+def dropouts(cfg: dict[str, Any]) -> list[str]:
+    """The regularisation levels of the grid (dropout names), in config order."""
+    return [dropout_name(d) for d in cfg.get("lstm", {}).get("dropouts", [0.0])]
+
+
+GRID_KEYS = ("dataset", "pct", "hidden", "variant", "seed", "dropout")
 
 
 def lstm_grid(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every LSTM run of the scale section ``cfg`` (deduplicated, in a stable order)."""
+    """Every LSTM run of the scale section ``cfg`` (deduplicated, in a stable order). The data and model
+    studies run at every regularisation level; the embedding analysis at the first one."""
     points = []
-    data, model, ana = cfg["data"], cfg["model"], cfg["analysis"]
-    for seed in data["seeds"]:
-        for pct in data["pcts"]:
-            points += [("ptb", pct, data["hidden"], v, seed) for v in ("untied", "tied")]
-        for pct in data["wikitext2_pcts"]:
-            points += [("wikitext2", pct, data["hidden"], v, seed) for v in ("untied", "tied")]
-    for seed in model["seeds"]:
-        for hidden in model["hiddens"]:
-            points += [("ptb", model["pct"], hidden, v, seed) for v in ("untied", "tied")]
-    points += [(p["dataset"], p["pct"], p["hidden"], p["variant"], p["seed"]) for p in analysis_points(cfg)]
+    data, model = cfg["data"], cfg["model"]
+    for drop in dropouts(cfg):
+        for seed in data["seeds"]:
+            for pct in data["pcts"]:
+                points += [("ptb", pct, data["hidden"], v, seed, drop) for v in ("untied", "tied")]
+            for pct in data["wikitext2_pcts"]:
+                points += [("wikitext2", pct, data["hidden"], v, seed, drop) for v in ("untied", "tied")]
+        for seed in model["seeds"]:
+            for hidden in model["hiddens"]:
+                points += [("ptb", model["pct"], hidden, v, seed, drop) for v in ("untied", "tied")]
+    points += [tuple(p[k] for k in GRID_KEYS) for p in analysis_points(cfg)]
     seen, out = set(), []
     for p in points:
         if p not in seen:
             seen.add(p)
-            out.append(dict(zip(("dataset", "pct", "hidden", "variant", "seed"), p)))
+            out.append(dict(zip(GRID_KEYS, p)))
     return out
 
 
@@ -65,7 +88,8 @@ def analysis_points(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for v in ana["variants"]:
         seeds = pr_seeds if (v.endswith("_pr") and pr_seeds is not None) else ana["seeds"]
-        out += [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s) for s in seeds]
+        out += [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s, dropout=dropouts(cfg)[0])
+                for s in seeds]
     return out
 
 
@@ -74,7 +98,28 @@ def round_epochs(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def lstm_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
+def lstm_overrides(lstm: dict[str, Any], pct: int, dropout: float | str = 0) -> dict[str, Any]:
+    """``equal_update_overrides`` (equal updates) + this run's regularisation level (Zaremba between-layer dropout
+    at ``dropout``; 0: none) + the epoch cap ``lstm.max_epochs`` when set (the engine's ``epochs``)."""
+    overrides = equal_update_overrides(lstm, pct)
+    rate = float(dropout)
+    overrides.update(dropout="zaremba" if rate > 0 else "none", dropout_rate=rate)
+    if lstm.get("max_epochs") is not None:
+        overrides["epochs"] = int(lstm["max_epochs"])
+    return overrides
+
+
+def check_stopping(lstm: dict[str, Any]) -> None:
+    """Refuse settings that contradict early stopping."""
+    if lstm.get("patience") is not None and lstm.get("equal_updates", False):
+        raise ReplicateError("scale.lstm.patience with scale.lstm.equal_updates: early stopping trains every "
+                             "point to its own best, equal updates fix its length in advance",
+                             "set scale.lstm.equal_updates: false (or patience: null for the previous design)")
+    if lstm.get("patience") is not None and lstm.get("max_epochs") is None:
+        raise ReplicateError("scale.lstm.patience without scale.lstm.max_epochs", "set max_epochs, the epoch cap")
+
+
+def equal_update_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
     """The engine overrides of a run on ``pct`` percent of the training split: ``lstm.overrides``, and
     with ``lstm.equal_updates`` the same number of updates, on the same learning rate per update, as the
     100 % run. An epoch of p % has p/100 of the updates of a 100 % epoch, so with f = 100/p:
@@ -106,7 +151,7 @@ def lstm_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
 
 
 def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, train_tokens: int | None) -> dict:
-    """Settings for ``replicate.lstm.train_run``: the preset + the study's overrides + this cell."""
+    """Settings for ``replicate.lstm.train_run``: the preset + the run's overrides + this cell."""
     if variant not in VARIANTS:
         raise ReplicateError(f"unknown scale variant {variant!r}", f"use one of {sorted(VARIANTS)}")
     settings = {"size": lstm["size"], **lstm["overrides"], "hidden_size": int(hidden), **VARIANTS[variant],
@@ -125,13 +170,16 @@ def train_tokens_for(n_train: int, pct: int) -> int:
 
 # ----------------------------------------------------------------------------- tables
 def runs_frame(summaries: list[dict], protocol: str) -> pd.DataFrame:
-    cols = ["run", "dataset", "pct", "train_tokens", "hidden", "variant", "tying", "projection", "seed", "epochs",
-            "vocab_size", "total_params", "embedding_params", "non_embedding_params", "embedding_share",
-            "train_ppl", "train_clean_ppl", "final_valid_ppl", "best_valid_ppl", "best_epoch", "test_ppl",
-            "tokens_per_s"]
-    df = pd.DataFrame([{c: s.get(c) for c in cols} for s in summaries], columns=cols)
+    cols = ["run", "dataset", "pct", "train_tokens", "hidden", "variant", "tying", "projection", "dropout", "seed",
+            "epochs", "stop_reason", "patience", "max_epochs", "vocab_size", "total_params", "embedding_params",
+            "non_embedding_params", "embedding_share", "train_ppl", "train_clean_ppl", "final_valid_ppl",
+            "best_valid_ppl", "best_epoch", "test_ppl", "tokens_per_s"]
+    rows = [{c: s.get(c) for c in cols} for s in summaries]
+    for r in rows:  # runs of the previous design: no dropout, a fixed number of epochs
+        r["dropout"] = dropout_name(r["dropout"] or 0)
+    df = pd.DataFrame(rows, columns=cols)
     df["protocol"] = protocol
-    return df.sort_values(["dataset", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
+    return df.sort_values(["dataset", "dropout", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
 
 
 def _metric_col(metric: str) -> str:
@@ -140,12 +188,14 @@ def _metric_col(metric: str) -> str:
     return f"{metric}_ppl"
 
 
-def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int]]:
-    """(study, dataset, pct, hidden) for every point of the gain tables."""
+def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]]:
+    """(study, dataset, pct, hidden, dropout) for every point of the gain tables."""
     data, model = cfg["data"], cfg["model"]
-    out = [("data", "ptb", p, data["hidden"]) for p in data["pcts"]]
-    out += [("wikitext2", "wikitext2", p, data["hidden"]) for p in data["wikitext2_pcts"]]
-    out += [("model", "ptb", model["pct"], h) for h in model["hiddens"]]
+    out = []
+    for drop in dropouts(cfg):
+        out += [("data", "ptb", p, data["hidden"], drop) for p in data["pcts"]]
+        out += [("wikitext2", "wikitext2", p, data["hidden"], drop) for p in data["wikitext2_pcts"]]
+        out += [("model", "ptb", model["pct"], h, drop) for h in model["hiddens"]]
     return out
 
 
@@ -153,17 +203,21 @@ def gain_by_seed(runs: pd.DataFrame, cfg: dict[str, Any], metric: str, protocol:
     """Per-seed untied/tied pairs of every study point."""
     col = _metric_col(metric)
     rows = []
-    for study, dataset, pct, hidden in study_membership(cfg):
-        cell = runs[(runs["dataset"] == dataset) & (runs["pct"] == pct) & (runs["hidden"] == hidden)]
+    for study, dataset, pct, hidden, drop in study_membership(cfg):
+        cell = runs[(runs["dataset"] == dataset) & (runs["pct"] == pct) & (runs["hidden"] == hidden)
+                    & (runs["dropout"] == drop)]
         u = cell[cell["variant"] == "untied"].set_index("seed")
         t = cell[cell["variant"] == "tied"].set_index("seed")
         for seed in sorted(set(u.index) & set(t.index)):
             uv, tv = float(u.loc[seed, col]), float(t.loc[seed, col])
             rows.append({"study": study, "dataset": dataset, "pct": pct, "train_tokens": int(u.loc[seed, "train_tokens"]),
-                         "hidden": hidden, "seed": int(seed), "epochs": int(u.loc[seed, "epochs"]),
+                         "hidden": hidden, "dropout": drop, "seed": int(seed), "epochs": int(u.loc[seed, "epochs"]),
                          "untied_valid_ppl": uv, "tied_valid_ppl": tv, "gain": uv - tv, "rel_gain": (uv - tv) / uv,
+                         "log_ratio": math.log(uv / tv),
                          "untied_train_ppl": float(u.loc[seed, "train_clean_ppl"]),
                          "tied_train_ppl": float(t.loc[seed, "train_clean_ppl"]),
+                         "untied_best_epoch": u.loc[seed, "best_epoch"], "tied_best_epoch": t.loc[seed, "best_epoch"],
+                         "untied_stop": u.loc[seed, "stop_reason"], "tied_stop": t.loc[seed, "stop_reason"],
                          "vocab_size": int(u.loc[seed, "vocab_size"]),
                          "non_embedding_params": int(u.loc[seed, "non_embedding_params"]),
                          "total_params_untied": int(u.loc[seed, "total_params"]),
@@ -179,9 +233,26 @@ def gain_by_seed(runs: pd.DataFrame, cfg: dict[str, Any], metric: str, protocol:
     return df
 
 
+def t_interval(values, level: float = CONFIDENCE) -> dict:
+    """Mean of ``values`` with its two-sided t interval (n − 1 dof; NaN bounds under two values)."""
+    from scipy.stats import t
+
+    v = np.asarray(values, float)
+    n = len(v)
+    mean = float(v.mean()) if n else float("nan")
+    if n < 2:
+        return {"mean": mean, "sd": float("nan"), "sem": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": n}
+    sd = float(v.std(ddof=1))
+    sem = sd / math.sqrt(n)
+    half = float(t.ppf(0.5 + level / 2, n - 1)) * sem
+    return {"mean": mean, "sd": sd, "sem": sem, "lo": mean - half, "hi": mean + half, "n": n}
+
+
 def gain_table(by_seed: pd.DataFrame) -> pd.DataFrame:
-    """Mean, sd, sem over seeds of every study point."""
-    keys = ["study", "dataset", "pct", "train_tokens", "hidden", "vocab_size", "non_embedding_params",
+    """Per study point: means over seeds, sd and s.e.m. of the gains, and the 95 % t interval of the log
+    ratio (``log_ratio_lo``/``_hi``; ``tying_gain_pct*``: the same as exp(x) − 1, the relative gain of
+    tying in percent of the tied perplexity). Runs of the previous design (no ``log_ratio``): as before."""
+    keys = ["study", "dataset", "pct", "train_tokens", "hidden", "dropout", "vocab_size", "non_embedding_params",
             "total_params_untied", "total_params_tied", "embedding_share_untied", "embedding_share_tied",
             "metric", "protocol"]
     rows = []
@@ -194,82 +265,98 @@ def gain_table(by_seed: pd.DataFrame) -> pd.DataFrame:
         for c in ("gain", "rel_gain"):
             sd = g[c].std(ddof=1) if n > 1 else float("nan")
             row[f"{c}_mean"], row[f"{c}_sd"], row[f"{c}_sem"] = g[c].mean(), sd, sd / math.sqrt(n)
+        ci = t_interval(g["log_ratio"])
+        row.update(log_ratio_mean=ci["mean"], log_ratio_lo=ci["lo"], log_ratio_hi=ci["hi"],
+                   tying_gain_pct=100 * math.expm1(ci["mean"]), tying_gain_pct_lo=100 * math.expm1(ci["lo"]),
+                   tying_gain_pct_hi=100 * math.expm1(ci["hi"]),
+                   runs_at_cap=int((g["untied_stop"] == "cap").sum() + (g["tied_stop"] == "cap").sum()))
         rows.append(row)
-    order = ["study", "dataset", "pct", "train_tokens", "hidden", "vocab_size", "n_seeds", "untied_valid_ppl_mean",
-             "tied_valid_ppl_mean", "gain_mean", "gain_sd", "gain_sem", "rel_gain_mean", "rel_gain_sd",
-             "rel_gain_sem", "non_embedding_params", "total_params_untied", "total_params_tied",
-             "embedding_share_untied", "embedding_share_tied", "metric", "protocol"]
+    order = ["study", "dataset", "pct", "train_tokens", "hidden", "dropout", "vocab_size", "embedding_share_untied",
+             "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean", "gain_sd", "gain_sem",
+             "rel_gain_mean", "rel_gain_sd", "rel_gain_sem", "log_ratio_mean", "log_ratio_lo", "log_ratio_hi",
+             "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap", "non_embedding_params",
+             "total_params_untied", "total_params_tied", "embedding_share_tied", "metric", "protocol"]
     return pd.DataFrame(rows)[order]
 
 
 def data_table(by_seed: pd.DataFrame) -> pd.DataFrame:
-    """The claim's input: nested PTB fractions only."""
-    cols = ["dataset", "pct", "train_tokens", "hidden", "seed", "epochs", "untied_valid_ppl", "tied_valid_ppl",
-            "gain", "rel_gain", "untied_train_ppl", "tied_train_ppl", "metric", "protocol"]
+    """The claim's input: nested PTB fractions only, per seed."""
+    cols = ["dataset", "pct", "train_tokens", "hidden", "dropout", "seed", "epochs", "untied_valid_ppl",
+            "tied_valid_ppl", "gain", "rel_gain", "log_ratio", "untied_best_epoch", "tied_best_epoch", "untied_stop",
+            "tied_stop", "untied_train_ppl", "tied_train_ppl", "metric", "protocol"]
     d = by_seed[by_seed["study"] == "data"]
-    return d[cols].sort_values(["train_tokens", "seed"]).reset_index(drop=True)
+    return d[cols].sort_values(["dropout", "train_tokens", "seed"]).reset_index(drop=True)
 
 
-def slope_test(x, y) -> dict:
-    """Least-squares slope of y on x with its standard error (NaN when undetermined)."""
+def slope_test(x, y, level: float = CONFIDENCE) -> dict:
+    """Least-squares slope of y on x with its standard error and two-sided t interval (n − 2 dof; NaN
+    when undetermined)."""
+    from scipy.stats import t
+
     x, y = np.asarray(x, float), np.asarray(y, float)
     n = len(x)
+    nan = float("nan")
     if n < 2 or np.ptp(x) == 0:
-        return {"slope": float("nan"), "se": float("nan"), "n": n}
+        return {"slope": nan, "se": nan, "lo": nan, "hi": nan, "n": n}
     xc = x - x.mean()
     slope = float((xc * (y - y.mean())).sum() / (xc ** 2).sum())
     if n < 3:
-        return {"slope": slope, "se": float("nan"), "n": n}
+        return {"slope": slope, "se": nan, "lo": nan, "hi": nan, "n": n}
     resid = y - (y.mean() + slope * xc)
     se = float(math.sqrt((resid ** 2).sum() / (n - 2) / (xc ** 2).sum()))
-    return {"slope": slope, "se": se, "n": n}
+    half = float(t.ppf(0.5 + level / 2, n - 2)) * se
+    return {"slope": slope, "se": se, "lo": slope - half, "hi": slope + half, "n": n}
 
 
-def _verdict(slope: float, se: float, want_negative: bool, z: float = 2.0) -> str:
+def trend_verdict(lo: float, hi: float, slope: float, want_negative: bool) -> str:
+    """holds when the slope's interval lies wholly on the claimed side of 0, does not hold when it lies
+    wholly on the other side, inconclusive when it contains 0 (or is undetermined); not run without a slope."""
     if not math.isfinite(slope):
         return "not run"
-    signed = -slope if want_negative else slope
-    if not math.isfinite(se):
+    if not (math.isfinite(lo) and math.isfinite(hi)):
         return "inconclusive"
-    if signed > z * se:
+    if (hi < 0) if want_negative else (lo > 0):
         return "holds"
-    if signed < -z * se:
+    if (lo > 0) if want_negative else (hi < 0):
         return "does not hold"
     return "inconclusive"
 
 
+CLAIMS = (  # id, study, x column, x label, want_negative, claim, the point label
+    ("scale_data_gain", "data", "train_tokens", "log10(training tokens)", True,
+     "The tying gain shrinks as the training data grows (nested PTB fractions, one hidden size).", "train_tokens"),
+    ("scale_model_share", "model", "embedding_share_untied", "embedding share of parameters", False,
+     "The tying gain shrinks as the embedding share of parameters falls (hidden sizes, fixed data).", "hidden"),
+)
+
+
 def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
+    """One verdict per claim and regularisation level, with the slope's 95 % t interval."""
     rows = []
-    d = by_seed[by_seed["study"] == "data"]
-    claim = "The tying gain shrinks as the training data grows (nested PTB fractions)."
-    if d["train_tokens"].nunique() >= 2:
-        t = slope_test(np.log10(d["train_tokens"]), d["rel_gain"])
-        means = d.groupby("train_tokens")[["gain", "rel_gain"]].mean().sort_index()
-        ev = (f"relative gain {means['rel_gain'].iloc[0]:+.1%} (abs {means['gain'].iloc[0]:+.2f} ppl) at "
-              f"{int(means.index[0]):,} tokens -> {means['rel_gain'].iloc[-1]:+.1%} (abs {means['gain'].iloc[-1]:+.2f}) "
-              f"at {int(means.index[-1]):,} tokens; slope per decade of tokens {t['slope']:+.4f} ± {t['se']:.4f} "
-              f"(s.e., {t['n']} seed pairs); rule: holds if slope < 0 beyond 2 s.e.")
-        rows.append({"claim_id": "scale_data_gain", "claim": claim,
-                     "verdict": _verdict(t["slope"], t["se"], want_negative=True),
-                     "statistic": "slope of rel_gain vs log10(train_tokens)", "value": t["slope"], "evidence": ev})
-    else:
-        rows.append({"claim_id": "scale_data_gain", "claim": claim, "verdict": "not run",
-                     "statistic": "", "value": float("nan"), "evidence": "fewer than two data sizes"})
-    m = by_seed[by_seed["study"] == "model"]
-    claim = "The tying gain shrinks as the embedding share of parameters falls (hidden sizes, fixed data)."
-    if m["hidden"].nunique() >= 2:
-        t = slope_test(m["embedding_share_untied"], m["rel_gain"])
-        means = m.groupby("hidden")[["rel_gain", "embedding_share_untied"]].mean().sort_index()
-        ev = "; ".join(f"h={h}: share {r.embedding_share_untied:.1%}, rel gain {r.rel_gain:+.1%}"
-                       for h, r in means.iterrows())
-        ev += f"; slope {t['slope']:+.4f} ± {t['se']:.4f} (s.e.); rule: holds if slope > 0 beyond 2 s.e."
-        rows.append({"claim_id": "scale_model_share", "claim": claim,
-                     "verdict": _verdict(t["slope"], t["se"], want_negative=False),
-                     "statistic": "slope of rel_gain vs embedding_share_untied", "value": t["slope"], "evidence": ev})
-    else:
-        rows.append({"claim_id": "scale_model_share", "claim": claim, "verdict": "not run", "statistic": "",
-                     "value": float("nan"), "evidence": "fewer than two hidden sizes"})
-    out = pd.DataFrame(rows)
+    levels = sorted(by_seed["dropout"].unique(), key=float) if "dropout" in by_seed else ["0"]
+    for cid, study, xcol, xlabel, neg, claim, point in CLAIMS:
+        for drop in levels:
+            d = by_seed[(by_seed["study"] == study) & (by_seed["dropout"] == drop)]
+            row = {"claim_id": cid if float(drop) == 0 else f"{cid}_drop{drop}", "claim": claim, "dropout": drop,
+                   "statistic": f"slope of ln(untied/tied valid ppl) vs {xlabel}", "n": len(d)}
+            if d[point].nunique() < 2:
+                rows.append({**row, "verdict": "not run", "value": float("nan"), "se": float("nan"),
+                             "ci_low": float("nan"), "ci_high": float("nan"),
+                             "evidence": f"fewer than two {'data sizes' if study == 'data' else 'hidden sizes'}"})
+                continue
+            x = np.log10(d[xcol].astype(float)) if study == "data" else d[xcol].astype(float)
+            t = slope_test(x, d["log_ratio"])
+            means = d.groupby(point).agg(lr=("log_ratio", "mean"), share=("embedding_share_untied", "mean"),
+                                         tokens=("train_tokens", "mean")).sort_index()
+            pts = "; ".join(f"{'%s tokens' % format(int(r.tokens), ',') if study == 'data' else 'h=%d' % k}: share "
+                            f"{r.share:.1%}, tying gain {math.expm1(r.lr):+.1%}" for k, r in means.iterrows())
+            ev = (f"dropout {drop}; {pts}; slope {t['slope']:+.4f} per unit of x, 95 % t interval "
+                  f"[{t['lo']:+.4f}, {t['hi']:+.4f}] ({t['n']} seed pairs, {t['n'] - 2} dof); rule: holds if the "
+                  f"interval lies wholly {'below' if neg else 'above'} 0")
+            rows.append({**row, "verdict": trend_verdict(t["lo"], t["hi"], t["slope"], want_negative=neg),
+                         "value": t["slope"], "se": t["se"], "ci_low": t["lo"], "ci_high": t["hi"], "evidence": ev})
+    out = pd.DataFrame(rows, columns=["claim_id", "claim", "dropout", "verdict", "statistic", "value", "se", "ci_low",
+                                      "ci_high", "n", "evidence"])
     out["protocol"] = protocol
     return out
 
@@ -278,17 +365,20 @@ def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
 def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any]) -> dict[str, Any]:
     """The ``--spec`` of one LSTM job (``wc``: the rule's wildcards; ``base``: run_config(None)). Its
     ``lstm`` holds this run's own overrides (``lstm_overrides``: scaled already under equal_updates)."""
-    lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], int(wc["pct"]))}
-    spec = {"name": f"scale/{wc['dataset']}/p{wc['pct']}_h{wc['hidden']}_{wc['variant']}/seed{wc['seed']}",
+    check_stopping(sc["lstm"])
+    drop = wc.get("dropout", "0")
+    lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], int(wc["pct"]), drop)}
+    spec = {"name": f"scale/{wc['dataset']}/p{wc['pct']}_h{wc['hidden']}_{wc['variant']}_drop{drop}/seed{wc['seed']}",
             "dataset": wc["dataset"], "pct": int(wc["pct"]), "hidden": int(wc["hidden"]), "variant": wc["variant"],
-            "seed": int(wc["seed"]), "lstm": lstm, "top_k": sc["top_k"], "track_every": sc["track_every"]}
+            "seed": int(wc["seed"]), "dropout": drop, "lstm": lstm, "patience": sc["lstm"].get("patience"),
+            "top_k": sc["top_k"], "track_every": sc["track_every"]}
     if sc["lstm"].get("equal_updates", False):
-        spec["equal_updates"] = True  # for the record (absent when off: the spec stays as it was)
+        spec["equal_updates"] = True  # for the record (absent when off)
     spec["config"] = {**base, "scale_run": dict(spec)}
     return spec
 
 
-TRANSFORMER_KEYS = ("d_model", "n_layers", "head_dim", "init", "steps", "batch_size", "seq_len", "lr", "warmup",
+TRANSFORMER_KEYS = ("d_model", "n_layers", "head_dim", "init", "steps", "batch_size", "seq_len", "warmup",
                     "min_lr_ratio", "weight_decay", "clip", "eval_every", "eval_tokens", "spike_window", "spike_rel",
                     "spike_grad_factor")
 
@@ -297,7 +387,67 @@ def transformer_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any
     """The ``--spec`` of one transformer job."""
     tf = sc["transformer"]
     spec = {k: tf[k] for k in TRANSFORMER_KEYS}
-    spec.update(name=f"scale/transformer/{wc['variant']}_std{wc['std']}/seed{wc['seed']}", variant=wc["variant"],
-                std=wc["std"], seed=int(wc["seed"]), allow_tf32=base.get("allow_tf32", False))
+    spec.update(name=f"scale/transformer/{wc['variant']}_std{wc['std']}_lr{wc['lr']}/seed{wc['seed']}",
+                variant=wc["variant"], std=wc["std"], lr=float(wc["lr"]), seed=int(wc["seed"]),
+                allow_tf32=base.get("allow_tf32", False))
     spec["config"] = {**base, "scale_transformer": dict(spec)}
     return spec
+
+
+def lr_name(lr: float) -> str:
+    """A learning rate as it appears in run paths: 0.001, 0.003."""
+    return f"{float(lr):g}"
+
+
+def select_lr(table: pd.DataFrame) -> pd.DataFrame:
+    """Mark each (variant, std)'s own learning rate: the lowest mean final valid loss over seeds (column
+    ``selected``); the comparison of variants reads the selected rows only."""
+    table = table.copy()
+    mean = table.groupby(["variant", "std", "lr"])["final_valid_loss"].transform("mean")
+    best = mean.groupby([table["variant"], table["std"]]).transform("min")
+    table["selected"] = mean == best
+    return table
+
+
+def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and std at its selected lr: mean final valid ppl over seeds with its 95 % t interval, and
+    the log ratio against untied (same std) paired by seed with its interval."""
+    sel = table[table["selected"]]
+    rows = []
+    for (variant, std), g in sel.groupby(["variant", "std"], sort=True):
+        ci = t_interval(g["final_valid_loss"])
+        row = {"variant": variant, "std": std, "lr": float(g["lr"].iloc[0]), "n_seeds": ci["n"],
+               "final_valid_ppl": math.exp(ci["mean"]), "valid_loss_mean": ci["mean"], "valid_loss_lo": ci["lo"],
+               "valid_loss_hi": ci["hi"], "embedding_share": float(g["embedding_share"].iloc[0])}
+        base = sel[(sel["variant"] == "untied") & (sel["std"] == std)].set_index("seed")["final_valid_loss"]
+        mine = g.set_index("seed")["final_valid_loss"]
+        seeds = sorted(set(base.index) & set(mine.index))
+        d = t_interval([base[s] - mine[s] for s in seeds]) if variant != "untied" and seeds else None
+        row.update(log_ratio_vs_untied=d["mean"] if d else None, log_ratio_lo=d["lo"] if d else None,
+                   log_ratio_hi=d["hi"] if d else None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def one_thread_hours(cfg: dict[str, Any]) -> dict[str, float]:
+    """Expected one-thread hours of the scale section ``cfg`` (the config after schema defaults), as the
+    rules' ``one_thread_min`` resources count them for ``python -m replicate costs`` (each job rounded up
+    to a whole minute): every LSTM run at its epoch cap (an upper bound under early stopping: a run that
+    stops earlier costs less) and every transformer run. From the measured throughput of
+    ``replicate.resources`` (MEASURED_ON)."""
+    from replicate import resources
+
+    lstm, n_lstm = 0, 0
+    for p in lstm_grid(cfg):
+        shape = resources.corpus_shape(p["dataset"])
+        overrides = lstm_overrides(cfg["lstm"], int(p["pct"]), p["dropout"])
+        settings = run_settings({"size": cfg["lstm"]["size"], "overrides": overrides}, p["hidden"], p["variant"],
+                                p["seed"], train_tokens_for(shape["train"], int(p["pct"])))
+        model, train = resolve(settings, shape["vocab"])
+        lstm += math.ceil(60 * resources.lstm_estimate(model, train, shape).one_thread_hours)
+        n_lstm += 1
+    tf = cfg["transformer"]
+    n_tf = len(tf["variants"]) * len(tf["stds"]) * len(tf["lrs"]) * len(tf["seeds"]) if tf["enabled"] else 0
+    tf_min = n_tf * math.ceil(60 * resources.transformer_one_thread_hours(tf, resources.corpus_shape(tf["dataset"])))
+    return {"lstm_runs": n_lstm, "lstm_hours": lstm / 60, "transformer_runs": n_tf, "transformer_hours": tf_min / 60,
+            "total_hours": (lstm + tf_min) / 60}

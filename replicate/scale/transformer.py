@@ -1,5 +1,7 @@
 """A small Llama-style LM (``replicate.llama.TransformerLM``) trained on WikiText-2:
-untied vs tied vs tied + d^-1/2 output rescale. Records the learning curve, gradient norms (total
+untied vs tied vs tied + d^-1/2 output rescale (with every matrix at ``std``, or with T5's unit-variance
+embedding: ``tied_rescale_unit``), each at a learning rate of its own (a sweep; the summary picks each
+variant's best). Records the learning curve, gradient norms (total
 and of the embedding matrix), loss/gradient spikes, and the loss at step 0 (the initial loss that the
 initial-loss sweep predicts in closed form).
 
@@ -28,7 +30,11 @@ from replicate.scale import TRANSFORMER_RUN_MATH
 from replicate.errors import ReplicateError
 
 VARIANTS = {"untied": dict(tied=False, rescale=False), "tied": dict(tied=True, rescale=False),
-            "tied_rescale": dict(tied=True, rescale=True)}
+            "tied_rescale": dict(tied=True, rescale=True), "tied_rescale_unit": dict(tied=True, rescale=True)}
+EMBED_STD = {"tied_rescale_unit": 1.0}
+"""Variants whose embedding (= tied output) matrix is drawn at its own std: T5 pairs the d^-1/2 output rescale
+with unit-variance embeddings; every other matrix keeps ``std``. The same per-name generator as the std
+draw, so the two rescale variants of a seed differ only in the embedding's scale."""
 
 
 def parse_std(std: str | float) -> float | str:
@@ -69,13 +75,14 @@ def count_spikes(values, window: int, factor: float) -> int:
 
 
 def theory_step0(variant: str, d: int, sigma: float, n: int) -> float:
+    sigma = EMBED_STD.get(variant, sigma)
     """The sweep's closed form (exact for zero residual branches): tied log(exp(d s)+n-1), tied+rescale
     log(exp(s sqrt d)+n-1), untied log n (a random untied output gives logits ~ 0 relative to log n)."""
     from replicate.initial_loss.theory import initial_loss
 
     if variant == "untied":
         return math.log(n)
-    return float(initial_loss(d, sigma, n, rescale=(variant == "tied_rescale")))
+    return float(initial_loss(d, sigma, n, rescale=VARIANTS[variant]["rescale"]))
 
 
 def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None = None, device: str = "cpu",
@@ -89,7 +96,14 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
     n = len(corpus.vocab)
     cfg = model_config(spec, n)
     seed = int(spec["seed"])
-    model = TransformerLM(cfg, seed=seed).to(dev)
+    model = TransformerLM(cfg, seed=seed)
+    embed_std = EMBED_STD.get(spec["variant"])
+    if embed_std is not None:  # on CPU, before the move (as every init of replicate.llama)
+        from replicate.llama import draw_, param_generator
+
+        with torch.no_grad():
+            draw_(model.embed.weight.data, embed_std, cfg.init, param_generator(seed, "embed.weight"))
+    model = model.to(dev)
     if cfg.tied and model.head.out.weight is not model.embed.weight:
         raise AssertionError("tied transformer: output weight is not the embedding Parameter")
     total_params = sum(p.numel() for p in model.parameters())
@@ -153,7 +167,8 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
     gns = curve["grad_norm"].to_numpy()
     final_valid = float(curve["valid_loss"].dropna().iloc[-1])
     summary = {
-        "run": spec["name"], "variant": spec["variant"], "std": str(spec["std"]), "seed": seed,
+        "run": spec["name"], "variant": spec["variant"], "std": str(spec["std"]), "lr": float(spec["lr"]),
+        "embed_std": embed_std if embed_std is not None else cfg.sigma, "seed": seed,
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "vocab_size": n, "steps": spec["steps"],
         "sigma": cfg.sigma, "total_params": total_params, "embedding_share": emb_params / total_params,
         "step0_loss": float(curve["train_loss"].iloc[0]),

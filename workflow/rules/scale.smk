@@ -2,7 +2,7 @@
 # analysis. One LSTM job per grid cell x seed (the update/snapshot hooks ride along on every
 # run), one transformer job per variant x std x seed, then three cheap aggregation rules.
 # Re-run one point (own folder, e.g. 25% of PTB, hidden 400, tied, seed 3):
-#   snakemake --cores 2 results/scale/runs/ptb/p25_h400_tied/seed3/summary.json
+#   snakemake --cores 2 results/scale/runs/ptb/p25_h400_tied_drop0/seed3/summary.json
 # Logic: replicate/scale/ (grid and tables: study.py; hooks and similarity: embeddings.py).
 # Config views, run lists and targets: scale_common.smk.
 
@@ -26,6 +26,7 @@ rule scale_train:
         pct=r"\d+",
         hidden=r"\d+",
         variant="untied|tied|untied_pr|tied_pr",
+        dropout=r"\d+(\.\d+)?",
     params:
         spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None))),
         out_dir=subpath(output.metrics, parent=True),
@@ -38,9 +39,9 @@ rule scale_train:
         one_thread_min=lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset),
         gpu=train_gpus,
     log:
-        R("logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.log"),
+        R("logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}_drop{dropout}/seed{seed}.log"),
     benchmark:
-        R("benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}/seed{seed}.tsv")
+        R("benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}_drop{dropout}/seed{seed}.tsv")
     shell:
         "python -m replicate scale train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
@@ -60,7 +61,9 @@ rule scale_table:
                         category="Scale study"),
         fig_model=report(R(paths.png(paths.SCALE_GAIN_FIGURES[1])), caption="../report/scale_model_gain.rst",
                          category="Scale study"),
-        svg=R(*(paths.svg(f) for f in paths.SCALE_GAIN_FIGURES)),
+        fig_answer=report(R(paths.png(paths.SCALE_ANSWER_FIGURE)), caption="../report/scale_answer.rst",
+                          category="Scale study"),
+        svg=R(*(paths.svg(f) for f in (*paths.SCALE_GAIN_FIGURES, paths.SCALE_ANSWER_FIGURE))),
     params:
         spec=spec_json(run_config("scale")),
         figures=subpath(output.fig_data, parent=True),
@@ -112,8 +115,9 @@ rule scale_transformer:
         summary=R(paths.SCALE_TRANSFORMER_SUMMARY),
         curve=R(paths.SCALE_TRANSFORMER_CURVE),
     wildcard_constraints:
-        variant="untied|tied|tied_rescale",
+        variant="untied|tied|tied_rescale|tied_rescale_unit",
         std=r"[A-Za-z0-9_.\-]+",
+        lr=r"[0-9][0-9.e\-]*",
     params:
         spec=lambda wc: spec_json(transformer_spec(SC, dict(wc.items()), run_config(None))),
         out_dir=subpath(output.summary, parent=True),
@@ -123,11 +127,12 @@ rule scale_transformer:
     threads: SC["threads"]
     resources:
         runtime=SC["runtime_minutes"],
+        one_thread_min=transformer_one_thread_min,
         gpu=train_gpus,
     log:
-        R("logs/scale/transformer/{variant}_std{std}/seed{seed}.log"),
+        R("logs/scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}.log"),
     benchmark:
-        R("benchmarks/scale/transformer/{variant}_std{std}/seed{seed}.tsv")
+        R("benchmarks/scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}.tsv")
     shell:
         "python -m replicate scale transformer --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} > {log:q} 2>&1"
@@ -140,6 +145,8 @@ rule scale_transformer_summary:
         table=report(R(paths.SCALE_TRANSFORMER), caption="../report/scale_transformer.rst",
                      category="Scale study"),
         curves=R(paths.SCALE_TRANSFORMER_CURVES),
+        comparison=report(R(paths.SCALE_TRANSFORMER_COMPARISON), caption="../report/scale_transformer.rst",
+                          category="Scale study"),
         fig=report(R(paths.png(paths.SCALE_TRANSFORMER_FIGURE)), caption="../report/scale_transformer.rst",
                    category="Scale study"),
         svg=R(paths.svg(paths.SCALE_TRANSFORMER_FIGURE)),
@@ -152,4 +159,4 @@ rule scale_transformer_summary:
         R("logs/scale/transformer_summary.log"),
     shell:
         "python -m replicate scale transformer-summary --spec {params.spec:q} --out-table {output.table} "
-        "--out-curves {output.curves} --figures-dir {params.figures} {params.runs} > {log} 2>&1"
+        "--out-curves {output.curves} --out-comparison {output.comparison} --figures-dir {params.figures} {params.runs} > {log} 2>&1"

@@ -1,42 +1,53 @@
 # Scale study and embedding analysis: config views, run lists and targets used by scale.smk.
-from replicate.scale.study import (analysis_points, lstm_grid, lstm_overrides, run_dir, run_settings, train_spec,
-                                   train_tokens_for, transformer_spec)
+from replicate.scale.study import (analysis_points, check_stopping, lr_name, lstm_grid, lstm_overrides, run_dir,
+                                   run_settings, train_spec, train_tokens_for, transformer_spec)
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
 SC_ANALYSIS = [rebased(run_dir(**p)) for p in analysis_points(SC)] if SC["enabled"] else []
 SC_TF = SC["transformer"]
 SC_TF_RUNS = (
-    expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"],
-           std=[str(s) for s in SC_TF["stds"]], seed=SC_TF["seeds"])
+    expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"], std=[str(s) for s in SC_TF["stds"]],
+           lr=[lr_name(x) for x in SC_TF["lrs"]], seed=SC_TF["seeds"])
     if SC["enabled"] and SC_TF["enabled"] else []
 )
+if SC["enabled"]:
+    check_stopping(SC["lstm"])  # plan time: contradictory stopping settings stop the plan with the fix
 # What a training job depends on (table/figure settings stay out: editing them retrains nothing).
-SC_LSTM_CODE = code_version("scale.embeddings", "scale.study", "scale.cli", *LSTM_RUN_MODULES)
+SC_LSTM_CODE = code_version("scale.embeddings", "scale.stopping", "scale.study", "scale.cli", *LSTM_RUN_MODULES)
 
 
 def scale_train_check(wc):
     """Plan-time check of one LSTM run: data percentage and hidden size of its path in range, its memory."""
-    where = f"scale run {wc.dataset}/p{wc.pct}_h{wc.hidden}_{wc.variant}/seed{wc.seed}"
-    fix = "ask for e.g. results/scale/runs/ptb/p25_h400_tied/seed1/summary.json, or change the scale section"
+    where = f"scale run {wc.dataset}/p{wc.pct}_h{wc.hidden}_{wc.variant}_drop{wc.dropout}/seed{wc.seed}"
+    fix = "ask for e.g. results/scale/runs/ptb/p25_h400_tied_drop0/seed1/summary.json, or change the scale section"
     check_wildcard(wc, "pct", "scale.schema.yaml#/properties/model/properties/pct", where, fix)
     check_wildcard(wc, "hidden", "scale.schema.yaml#/properties/model/properties/hiddens/items", where, fix)
+    check_wildcard(wc, "dropout", "scale.schema.yaml#/properties/lstm/properties/dropouts/items", where, fix)
     check_lstm_memory(scale_train_settings(wc), wc.dataset, SC["threads"], where)
 
 
 def scale_train_settings(wc):
     """The engine settings of one LSTM run of the grid (its wildcards), for the estimates."""
     pct = int(wc.pct)
-    lstm = {"size": SC["lstm"]["size"], "overrides": lstm_overrides(SC["lstm"], pct)}
+    lstm = {"size": SC["lstm"]["size"], "overrides": lstm_overrides(SC["lstm"], pct, wc.dropout)}
     tokens = train_tokens_for(corpus_shape(wc.dataset)["train"], pct)
     return run_settings(lstm, int(wc.hidden), wc.variant, int(wc.seed), tokens)
 
 
 def scale_transformer_check(wc):
-    """Plan-time check of one transformer run: the init std of its path."""
-    check_wildcard(wc, "std", "scale.schema.yaml#/properties/transformer/properties/stds/items",
-                   f"scale transformer run {wc.variant}_std{wc.std}/seed{wc.seed}",
-                   "ask for e.g. results/scale/transformer/tied_std0.02/seed1/summary.json")
+    """Plan-time check of one transformer run: the init std and learning rate of its path."""
+    where = f"scale transformer run {wc.variant}_std{wc.std}_lr{wc.lr}/seed{wc.seed}"
+    fix = "ask for e.g. results/scale/transformer/tied_std0.02_lr0.003/seed1/summary.json"
+    check_wildcard(wc, "std", "scale.schema.yaml#/properties/transformer/properties/stds/items", where, fix)
+    check_wildcard(wc, "lr", "scale.schema.yaml#/properties/transformer/properties/lrs/items", where, fix)
+
+
+def transformer_one_thread_min(wc):
+    """`one_thread_min` of one transformer run: its model FLOPs at the measured CPU rate (an estimate)."""
+    from replicate.resources import transformer_one_thread_hours
+
+    return math.ceil(60 * transformer_one_thread_hours(SC_TF, corpus_shape(SC_TF["dataset"])))
 
 
 def scale_targets():
