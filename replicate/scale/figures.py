@@ -171,7 +171,8 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
     fig, axes = plt.subplots(1, 3, figsize=(11, 4.6))
     window = max(1, int(curve["step"].max() // 50))
     for (variant, std), g in curve.groupby(["variant", "std"]):
-        label = f"{variant.replace('_', ' + ')} (std {std})"
+        lr = f", lr {g['peak_lr'].iloc[0]:g}" if "peak_lr" in g else ""  # each variant's own learning rate
+        label = f"{variant.replace('_', ' + ')} (std {std}{lr})"
         m = g.groupby("step")[["train_loss", "grad_norm"]].mean()
         line, = axes[0].plot(m.index, m["train_loss"].rolling(window, min_periods=1).mean(), label=label)
         v = g.dropna(subset=["valid_loss"]).groupby("step")["valid_loss"].mean()
