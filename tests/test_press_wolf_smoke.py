@@ -42,5 +42,6 @@ def test_smoke_run_outputs(smoke_run, cell):
     history = list(csv.DictReader(open(run / "history.csv")))
     assert [int(r["epoch"]) for r in history] == [1, 2]
     assert {"lr", "train_ppl", "valid_ppl", "seconds", "tokens_per_s"} <= set(history[0])
-    assert (run / "checkpoint.pt").is_file()
+    assert not (run / "checkpoint.pt").exists()  # the smoke preset: keep_final_checkpoint false
+    assert "=== attempt 1 ended" in (run / "train.log").read_text()
     assert (smoke_run / SMOKE_RESULTS / "logs" / "press_wolf" / cell / "seed1.log").read_text().count("tok/s") >= 2

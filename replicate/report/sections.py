@@ -450,6 +450,8 @@ SCALE_TABLES = (
      ["variant", "std", "seed", "d_model", "n_layers", "vocab_size", "steps", "step0_loss", "theory_step0_loss",
       "log_n", "final_valid_loss", "grad_norm_median", "grad_norm_max", "clip_fraction", "loss_spikes",
       "grad_spikes", "protocol"]),
+    ("scale_transformer_comparison", "Transformer variants, each at its own best learning rate",
+     "Mean final valid loss over seeds with its 95 % t interval, and the log ratio against untied.", None),
 )
 
 

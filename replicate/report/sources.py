@@ -144,6 +144,7 @@ def load(root: str | Path = "results") -> Results:
             if len(model):
                 res.scale_model = model.rename(columns={"embedding_share_untied": "embedding_share"})
     for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
+                           ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
                            ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
         _table(res, root, key, rel, cols)
     res.embedding_similarity = _table(res, root, "embedding_similarity", P.SCALE_SIMILARITY,
