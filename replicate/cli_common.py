@@ -71,7 +71,6 @@ def last_logged() -> str:
 
 
 ATTEMPT_LOG = "train.log"
-CHECKPOINT = "checkpoint.pt"  # the engine's (replicate/lstm/train.py)
 
 
 class Terminated(BaseException):
@@ -85,6 +84,8 @@ def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iter
     ``out_dir/train.log`` under a header for this attempt, and a closing line (finished, interrupted,
     terminated or failed) after it. Snakemake deletes a job's ``log:`` file before each attempt; the run
     folder's ``train.log`` keeps all of them. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished."""
+    from replicate.lstm.train import CHECKPOINT  # the engine's file name (a training command imports torch anyway)
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / ATTEMPT_LOG

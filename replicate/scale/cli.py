@@ -62,8 +62,9 @@ def _train(args, log) -> None:
     total = model.num_parameters()
     emb_params = emb.embedding_param_count(model)
     history = metrics.get("history") or []
-    valids = [(r["valid_ppl"], r["epoch"]) for r in history if r.get("valid_ppl") is not None]
-    best, best_epoch = min(valids) if valids else (metrics["valid_ppl"], None)
+    best_epoch, best = stopping.best_epoch(history)
+    if best_epoch is None:
+        best = metrics["valid_ppl"]
     stop = metrics.get("stopping") or {"stop_reason": None, "patience": None, "max_epochs": metrics["epochs_completed"]}
     summary = {
         "run": spec["name"], "dataset": spec["dataset"], "pct": int(spec["pct"]), "train_tokens": tokens,
