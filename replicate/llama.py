@@ -29,6 +29,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from replicate.llama_dims import mlp_hidden
+
 STD_NAMES = ("inv_sqrt_d", "log_n_over_d")
 INITS = ("normal", "trunc_normal")
 MIXERS = ("none", "orthogonal", "shuffle")
@@ -44,12 +46,6 @@ def resolve_std(std: float | str, d: int, n: int) -> float:
             return math.log(n) / d
         raise ValueError(f"unknown std name {std!r}; use a number or one of {STD_NAMES}")
     return float(std)
-
-
-def mlp_hidden(d: int) -> int:
-    """Llama's SwiGLU width: 8d/3 rounded up to a multiple of min(256, d) (d=4096 -> 11008)."""
-    multiple = min(256, d)
-    return multiple * math.ceil(int(8 * d / 3) / multiple)
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ def transformer_one_thread_hours(section: dict[str, Any], shape: dict[str, int])
     its model FLOPs (6 x multiply-adds per training token, 2 x per evaluation token; attention projections,
     SwiGLU MLP, attention scores, output layer) at the LSTM engine's measured rate
     (MEASURED_CPU_FLOPS_PER_THREAD). An estimate: the transformer's own throughput was not measured apart."""
-    from replicate.llama import mlp_hidden
+    from replicate.llama_dims import mlp_hidden
 
     d, layers, seq, vocab = section["d_model"], section["n_layers"], section["seq_len"], shape["vocab"]
     macs = layers * (4 * d * d + 3 * d * mlp_hidden(d) + 2 * seq * d) + vocab * d
