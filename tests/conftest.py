@@ -3,6 +3,9 @@ behind them: support/workflow.py)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -34,7 +37,20 @@ def workflow_dir(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> Path:
     """ONE end-to-end smoke run of the whole DAG (config/smoke.yaml), shared by all tests that
-    check an experiment's outputs. Returns the workflow folder (SMOKE_RESULTS inside)."""
-    wd = workflow_copy(tmp_path_factory.mktemp("smoke"))
-    run_snakemake(["--cores", "2", "all", "--configfile", "config/smoke.yaml"], cwd=wd, timeout=1200)
+    check an experiment's outputs. Returns the workflow folder (SMOKE_RESULTS inside).
+
+    Under pytest-xdist (`pytest -n auto`) the workers share it too: the first worker that needs it runs it
+    under a file lock in the session's temporary folder, the others wait for it and reuse it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker's folder sits in the session's folder
+    wd, done = root / "smoke", root / "smoke.done"
+    with open(root / "smoke.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.is_file():
+            shutil.rmtree(wd, ignore_errors=True)  # a worker's failed attempt
+            wd.mkdir()
+            run_snakemake(["--cores", "2", "all", "--configfile", "config/smoke.yaml"], cwd=workflow_copy(wd),
+                          timeout=1200)
+            done.touch()
     return wd
