@@ -105,7 +105,7 @@ def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict
         _stage(p, stage, replace)
         with contextlib.chdir(tmp):
             build_report(Path(shown))
-        manifest = _manifest(stage, set(p.publishable), _read_manifest(bundle))
+        manifest = _manifest(stage, set(p.publishable), read_manifest(bundle))
         rio.write_json(stage / MANIFEST, manifest)
         _check_size(manifest, max_bytes)
         _swap(stage, bundle, tmp / "previous")
@@ -165,7 +165,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
     from replicate.report.redraw import redraw as redraw_figures
 
     bundle = Path(bundle)
-    manifest = _read_manifest(bundle)
+    manifest = read_manifest(bundle)
     if not manifest.get("files"):
         raise ReplicateError(f"{bundle} has no MANIFEST.json with files", "publish a run first")
     for rel in files_under(bundle):  # the inputs must be what was published
@@ -199,7 +199,7 @@ def _copy(src: Path, dest: Path) -> None:
     shutil.copy2(src, dest)
 
 
-def _read_manifest(bundle: Path) -> dict:
+def read_manifest(bundle: Path) -> dict:
     try:
         return json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -12,7 +12,7 @@ import fnmatch
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,7 +38,9 @@ def _seed_versions(record: dict) -> str | None:
 class RunKind:
     """Runs of one kind: ``pattern`` matches every file of a run (named group ``name``); ``marker``
     (written last) holds the final numbers in ``final`` and the code version; ``keep`` lists the
-    run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``."""
+    run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``.
+    ``restorable``: ``keep`` is every output of the run's rule, so a run copied back from the bundle
+    (``publish --restore``) is a finished job to Snakemake."""
     name: str
     pattern: str
     run: str
@@ -46,6 +48,7 @@ class RunKind:
     keep: tuple[str, ...]
     final: tuple[str, ...]
     version: Callable[[dict], str | None] = _top_version
+    restorable: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("inan", "Inan et al. 2017",
                prefixes_of("inan", "INAN_"),
                (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
-                _lstm_runs("screen", "inan/screen"),
+                replace(_lstm_runs("screen", "inan/screen"), restorable=False),  # its soft-target analysis reads the weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
@@ -121,7 +124,7 @@ EXPERIMENTS = {e.name: e for e in (
                prefixes_of("scale", "SCALE_"),
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
-                        ("final_valid_ppl", "test_ppl")),
+                        ("final_valid_ppl", "test_ppl"), restorable=False),  # its embeddings are not published
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",)))),
 )}

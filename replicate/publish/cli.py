@@ -5,6 +5,7 @@ within an experiment (``--replace`` drops the bundle's files of the published ex
 ``--replace-runs`` only those of one run kind),
 rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block. Refuses a
 working tree with uncommitted changes unless ``--allow-dirty`` (then the manifest records the diff's hash).
+``--restore`` goes the other way: the bundle's finished runs back into a results folder (a new machine).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 from replicate.publish import bundle as bundle_mod
 from replicate.publish import checks
 from replicate.publish import readme as readme_mod
+from replicate.publish import restore as restore_mod
 from replicate.publish.catalogue import EXPERIMENTS
 
 
@@ -55,8 +57,17 @@ def main(argv: list[str]) -> int:
                              "MANIFEST.json and rewrite the README block (no rerun, no results folder read)")
     parser.add_argument("--redraw", action="store_true", help="with --rebuild: redraw the bundle's figures from its "
                                                               "own tables first")
+    parser.add_argument("--restore", action="store_true",
+                        help="publish nothing: copy the bundle's finished runs (of --experiment; default all) into "
+                             "--results, so that new runs join them and Snakemake builds the tables over all "
+                             "without training them again (prepare the data first)")
     args = parser.parse_args(argv)
 
+    if args.restore:
+        copied = restore_mod.restore(args.bundle, args.results, args.experiment)
+        print(f"restored into {args.results}: {sum(map(len, copied.values()))} files of {len(copied)} runs "
+              f"({sum(1 for f in copied.values() if not f)} already there)")
+        return 0
     if not args.dry_run:
         checks.clean_tree(args.allow_dirty)
     if args.rebuild:
