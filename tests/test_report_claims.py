@@ -306,3 +306,62 @@ def test_real_best_tie_bound_is_inclusive():
     t = inan({"small": PAPER_INAN["small"]})
     t.loc[t["model"] == "+REAL", "valid_ppl"] = 86.3 + C.REAL_TIE_PPL  # exactly at the tie bound: still best
     assert status("inan_real_best", Results(inan_table1=t)) == C.HOLDS
+
+
+def test_tolerance_of_an_initial_loss_point_by_its_reference():
+    """Relative tolerances scale with the reference (5 % of 80 nats = 4), the rescale one is absolute (0.1
+    nats), and an unknown reference kind falls back to the closed form's relative tolerance."""
+    tol = C.DEFAULT_TOLERANCES
+    assert C.tolerance_nats("theory", 80.0, tol) == pytest.approx(4.0)
+    assert C.tolerance_nats("theory_rescaled", 80.0, tol) == 0.1
+    assert C.tolerance_nats("log_n", 10.0, tol) == pytest.approx(1.0)
+    assert C.tolerance_nats("something else", 10.0, tol) == pytest.approx(0.5)
+    assert C.tolerance_nats("log_n", 10.0, {**tol, "above_log_n_rel": 0.2}) == pytest.approx(2.0)
+
+
+def _reading(**cols) -> pd.Series:
+    return pd.Series(cols, dtype=object)
+
+
+SHAPED = {"beta0": 0.9, "beta0.5": 0.3, "beta1": 0.25, "tau1_beta1": 0.3, "tau10_beta1": 0.2}
+
+
+@pytest.mark.parametrize("flags,shaped", [((True, True), True), (("true", "True"), True), ((True, False), False),
+                                          ((False, True), False), (("false", "true"), False)])
+def test_reading_shape_from_its_flags(flags, shaped):
+    """A row with the readings table's flags is judged by them alone (True, or the words as a CSV gives them)."""
+    row = _reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1], **SHAPED)
+    assert C.reading_has_shape(row) is shaped
+
+
+@pytest.mark.parametrize("change,shaped", [
+    ({}, True),
+    ({"beta0.5": 0.6, "beta1": 0.3}, False),        # an even fall over beta: not rapid
+    ({"beta1": 0.35}, False),                       # rises by 0.05 after the first step
+    ({"tau10_beta1": 0.3}, False),                  # no lower at the larger tau
+    ({"tau10_beta1": 0.295}, False),                # lower by less than the shape tolerance (0.01)
+    ({"beta0.5": float("nan")}, False),             # two beta points left: too few to judge
+    ({"tau1_beta1": float("nan")}, False),          # one tau point left
+    ({"beta2": float("nan")}, True),                # an empty column is left out
+])
+def test_reading_shape_from_its_curves(change, shaped):
+    """An older readings table without flags: rapid in beta and lower at larger tau, from its columns."""
+    assert C.reading_has_shape(_reading(**{**SHAPED, **change})) is shaped
+
+
+def test_dirty_runs_are_the_runs_a_claim_rests_on_made_from_a_changed_tree():
+    def run(path, dirty):
+        return {"path": path, "provenance": {"git": {"dirty": dirty}} if dirty is not None else {}}
+
+    res = Results(provenance=[
+        run("press_wolf/small/seed1/metrics.json", True),
+        run("press_wolf/small_wt/seed1/metrics.json", False),
+        run("press_wolf/small_wt_pr@pr_form=squared/seed1/metrics.json", True),  # an ablation: no Table 6 cell
+        run("press_wolf/small_pr/seed2/metrics.json", None),                        # no git record
+        run("press_wolf/large/seed1/metrics.json", True),
+        run("inan/table1/ptb/small_vd/metrics.json", True),
+    ])
+    assert C.dirty_runs(res, "pw_small_tying") == ["press_wolf/small/seed1/metrics.json"]
+    assert C.dirty_runs(res, "pw_large_tying") == ["press_wolf/large/seed1/metrics.json"]
+    assert C.dirty_runs(res, "inan_al_vd") == ["inan/table1/ptb/small_vd/metrics.json"]
+    assert C.dirty_runs(res, "il_theory") == [] and C.dirty_runs(res, "no such claim") == []
