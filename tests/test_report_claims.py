@@ -332,6 +332,7 @@ def test_reading_shape_from_its_flags(flags, shaped):
     """A row with the readings table's flags is judged by them alone (True, or the words as a CSV gives them)."""
     row = _reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1], **SHAPED)
     assert C.reading_has_shape(row) is shaped
+    assert C.reading_has_shape(_reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1])) is shaped  # flags alone
 
 
 @pytest.mark.parametrize("change,shaped", [
@@ -343,6 +344,7 @@ def test_reading_shape_from_its_flags(flags, shaped):
     ({"beta0.5": float("nan")}, False),             # two beta points left: too few to judge
     ({"tau1_beta1": float("nan")}, False),          # one tau point left
     ({"beta2": float("nan")}, True),                # an empty column is left out
+    ({"tau10_beta0.5": 0.9}, True),                 # tau columns count at beta = 1 only
 ])
 def test_reading_shape_from_its_curves(change, shaped):
     """An older readings table without flags: rapid in beta and lower at larger tau, from its columns."""
@@ -365,3 +367,63 @@ def test_dirty_runs_are_the_runs_a_claim_rests_on_made_from_a_changed_tree():
     assert C.dirty_runs(res, "pw_large_tying") == ["press_wolf/large/seed1/metrics.json"]
     assert C.dirty_runs(res, "inan_al_vd") == ["inan/table1/ptb/small_vd/metrics.json"]
     assert C.dirty_runs(res, "il_theory") == [] and C.dirty_runs(res, "no such claim") == []
+
+
+def test_embedding_share_trend_is_spearman_and_strict():
+    """A rank correlation: one huge model with a middling share makes Pearson's r negative while the ranks
+    say the share rises (rho 0.2: does not hold); rho exactly 0 does not hold either."""
+    f = pd.DataFrame({"model": list("abcd"), "total_params": [1, 2, 3, 100], "embedding_share": [0.1, 0.5, 0.4, 0.3]})
+    v = next(c for c in C.CLAIMS if c.id == "scale_share").evaluate(Results(families=f))
+    assert v.status == C.FAILS and "Spearman ρ(total parameters, embedding share) = 0.20 over 4 models" in v.evidence
+    assert "a: 10.0%" in v.evidence and "d: 30.0%" in v.evidence
+    f["embedding_share"] = [0.2, 0.4, 0.1, 0.3]  # ranks 2, 4, 1, 3 against 1, 2, 3, 4: rho 0
+    assert f["total_params"].corr(f["embedding_share"], method="spearman") == pytest.approx(0.0, abs=1e-12)
+    assert status("scale_share", Results(families=f)) == C.FAILS
+    assert "needs at least 3 models" in next(c for c in C.CLAIMS if c.id == "scale_share").evaluate(
+        Results(families=f.head(2))).evidence
+
+
+def test_model_share_trend_runs_on_two_sizes_and_names_them():
+    rows = [dict(hidden=h, seed=s, embedding_share=share, rel_gain=g + 0.002 * s, protocol="reduced")
+            for h, share, g in ((200, 0.57, 0.10), (650, 0.28, 0.02)) for s in range(3)]
+    v = next(c for c in C.CLAIMS if c.id == "scale_model_share").evaluate(Results(scale_model=pd.DataFrame(rows)))
+    assert v.status == C.HOLDS and "relative tying gain vs embedding share of parameters over 6" in v.evidence
+    gone = next(c for c in C.CLAIMS if c.id == "scale_model_share").evaluate(Results())
+    assert gone.status == NOT_RUN and "needs at least two hidden sizes" in gone.evidence
+    gone = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results())
+    assert "embedding-similarity analysis not produced" in gone.evidence
+
+
+def _similarity(diffs: dict[tuple[int, int], float]) -> pd.DataFrame:
+    rows = []
+    for (a, b), d in diffs.items():
+        rows += [dict(comparison="tied_vs_untied_input", spearman=0.3, seed_a=a, seed_b=b),
+                 dict(comparison="tied_vs_untied_output", spearman=0.3 + d, seed_a=a, seed_b=b)]
+    return pd.DataFrame(rows)
+
+
+def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
+    """Three tied seeds with (output - input) differences 0.1, 0.2, 0.3: sd 0.1, t(2) = 4.3027, half-width
+    4.3027 * 0.1 / sqrt(3) = 0.2484; the dof are the tied seeds', not the pairs' (6 pairs here)."""
+    e = _similarity({(1, 1): 0.1, (2, 2): 0.2, (3, 3): 0.3})
+    allow, how, flag = C._similarity_allowance(e)
+    assert allow == pytest.approx(4.302652729911275 * 0.1 / math.sqrt(3))
+    assert how == "95 % t interval over 3 seed pairs of 3 tied runs (2 dof, t = 4.3)" and flag == ""
+    six = _similarity({(1, 1): 0.1, (1, 2): 0.1, (2, 2): 0.2, (2, 3): 0.2, (3, 3): 0.3, (3, 1): 0.3})
+    assert C._similarity_allowance(six)[0] == pytest.approx(4.302652729911275 * float(pd.Series(
+        [0.1, 0.1, 0.2, 0.2, 0.3, 0.3]).std()) / math.sqrt(3))
+    two = C._similarity_allowance(_similarity({(1, 1): 0.1, (2, 2): 0.3}))
+    assert two[0] == pytest.approx(12.706204736174698 * float(pd.Series([0.1, 0.3]).std()) / math.sqrt(2))
+    assert two[2] == "one pair"
+    assert C._similarity_allowance(_similarity({(1, 1): 0.1, (1, 2): 0.3})) == (None, "one seed of the tied model", "")
+    assert C._similarity_allowance(e.drop(columns=["seed_b"])) == (None, "seed pairs not recorded", "")
+    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=e))
+    (effect,) = v.effects
+    assert effect.ours == pytest.approx(0.2) and effect.allowance == pytest.approx(allow)
+
+
+def test_evaluate_all_passes_the_tolerances_on():
+    r = Results(initial_loss=il_frame(tied_zero_gap=0.6))
+    by_id = {c.id: v.status for c, v in C.evaluate_all(r, {"theory_rel": 0.1})}
+    assert by_id["il_theory"] == C.HOLDS
+    assert {c.id: v.status for c, v in C.evaluate_all(r)}["il_theory"] == C.FAILS
