@@ -427,3 +427,17 @@ def test_evaluate_all_passes_the_tolerances_on():
     by_id = {c.id: v.status for c, v in C.evaluate_all(r, {"theory_rel": 0.1})}
     assert by_id["il_theory"] == C.HOLDS
     assert {c.id: v.status for c, v in C.evaluate_all(r)}["il_theory"] == C.FAILS
+
+
+@pytest.mark.parametrize("slope,se,negative,status,text", [
+    (-1.0, 0.4, True, C.HOLDS, "x: slope -1 (s.e. 0.4; beyond 2 s.e.)"),
+    (-1.0, 0.34, True, C.HOLDS, "x: slope -1 (s.e. 0.34; beyond 2 s.e.)"),          # 2.9 s.e. (not 3)
+    (-1.0, 0.5, True, C.INCONCLUSIVE, "x: slope -1 (s.e. 0.5; within 2 s.e. of zero)"),  # exactly 2 s.e.
+    (0.5, 0.1, True, C.FAILS, "x: slope 0.5 (s.e. 0.1; opposite sign, beyond 2 s.e.)"),
+    (1.0, 0.4, False, C.HOLDS, "x: slope 1 (s.e. 0.4; beyond 2 s.e.)"),
+    (-1.0, 0.4, False, C.FAILS, "x: slope -1 (s.e. 0.4; opposite sign, beyond 2 s.e.)"),
+    (-1.0, float("nan"), True, C.INCONCLUSIVE, "x: slope -1 (s.e. n/a; within 2 s.e. of zero)"),
+])
+def test_trend_verdict_needs_the_sign_beyond_two_standard_errors(slope, se, negative, status, text):
+    v = C._trend_verdict(slope, se, negative, "x")
+    assert (v.status, v.evidence) == (status, text)
