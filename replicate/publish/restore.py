@@ -50,8 +50,8 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
         restorable = {k.name for k in EXPERIMENTS[name].kinds if k.restorable}
         for run in scan(bundle, name).runs:
             if run.kind in restorable:
-                extra = [b for b in (benchmark_file(run.id),) if (bundle / b).is_file()]
-                copies[run.id] = [*run.files, *extra]
+                bench = benchmark_file(run.id)
+                copies[run.id] = run.files + ([bench] if (bundle / bench).is_file() else [])
     todo = []
     for rel in (rel for run_files in copies.values() for rel in run_files):
         entry = files.get(rel)
