@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from replicate.io import read_json
 from replicate.scale import study
 from replicate.scale import transformer as tt
 
@@ -103,13 +104,15 @@ def test_train_spec_carries_the_scaled_overrides_and_leaves_them_alone_when_off(
     sc = {"lstm": {"size": "small", "overrides": {"epochs": 2, "max_epoch": 1, "decay": 0.5, "schedule": "later"},
                    "equal_updates": True}, "top_k": 10, "track_every": 1}
     wc = {"dataset": "ptb", "pct": "10", "hidden": "200", "variant": "tied", "seed": "1"}
-    spec = study.train_spec(sc, wc, {"protocol": "reduced"})
+    spec = study.train_spec(sc, wc, {"protocol": "reduced"}, record=True)
+    assert spec["record"] is True and spec["config"]["scale_run"]["record"] is True
     assert spec["lstm"] == {"size": "small", "overrides": study.lstm_overrides(sc["lstm"], 10)}
     assert spec["equal_updates"] is True and spec["config"]["scale_run"]["lstm"]["overrides"]["epochs"] == 20
     settings = study.run_settings(spec["lstm"], 200, "tied", 1, 92959)
     assert settings["epochs"] == 20 and settings["max_epoch"] == 10
     off = {**sc, "lstm": {**sc["lstm"], "equal_updates": False}}
-    spec = study.train_spec(off, wc, {"protocol": "reduced"})
+    spec = study.train_spec(off, wc, {"protocol": "reduced"}, record=False)
+    assert spec["record"] is False
     no_dropout = {"dropout": "none", "dropout_rate": 0.0}
     assert spec["lstm"] == {"size": "small", "overrides": {**sc["lstm"]["overrides"], **no_dropout}}
     assert "equal_updates" not in spec and spec["patience"] is None
@@ -189,7 +192,6 @@ def test_transformer_train_tiny(tmp_path):
     import torch
 
     from replicate.data import Corpus
-    from replicate.io import read_json
 
     g = torch.Generator().manual_seed(0)
     corpus = Corpus(vocab=[f"w{i}" for i in range(50)], train=torch.randint(0, 50, (2000,), generator=g),
@@ -225,6 +227,12 @@ def test_smoke_scale_outputs(smoke_run):
     assert {"log_ratio_lo", "log_ratio_hi", "runs_at_cap"} <= set(gain.columns)
     runs = pd.read_csv(res / "scale" / "runs.csv")
     assert set(runs["stop_reason"]) <= {"patience", "cap"} and (runs["epochs"] <= 2).all()
+    # only the embedding analysis' runs (smoke: PTB 100 %, hidden 16, no dropout) record their embeddings
+    folders = sorted(p.parent for p in (res / "scale" / "runs").glob("*/*/seed*/summary.json"))
+    recorded = {f"{p.parent.name}/{p.name}" for p in folders if (p / "embeddings.pt").is_file()}
+    assert recorded == {f"p100_h16_{v}_drop0/seed1" for v in ("untied", "tied", "untied_pr", "tied_pr")}
+    assert all((p / "updates.csv").is_file() == (p / "embeddings.pt").is_file() for p in folders)
+    assert {read_json(p / "summary.json")["embedding_record"] for p in folders} == {True, False}
     for stem in ("scale_answer", "scale_data_gain", "scale_model_gain", "scale_transformer", "scale_update_frequency",
                  "scale_embedding_similarity"):
         assert (res / "figures" / f"{stem}.png").stat().st_size > 0

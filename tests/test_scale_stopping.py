@@ -102,3 +102,21 @@ def test_killed_mid_epoch_resumes_bit_identically(tmp_path):
     for key in ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl"):
         assert resumed[key] == ref[key], key  # bit-identical floats
     assert resumed["stopping"] == ref["stopping"]
+
+
+def test_the_analysis_hooks_leave_the_run_unchanged(tmp_path):
+    """The analysis runs carry the update and snapshot hooks, the other grid runs none: both must be the same
+    experiment, to the bit."""
+    from replicate.scale import embeddings as emb
+
+    corpus = tiny_corpus()
+    plain = run(tmp_path, "plain", patience=1, epochs=4)
+    tracker = emb.UpdateTracker(len(corpus.vocab))
+    recorder = emb.SnapshotRecorder(emb.top_ids(corpus.train_counts(), 10))
+    hooked = run(tmp_path, "hooked", patience=1, epochs=4, on_step=tracker, on_epoch=recorder)
+    assert tracker.steps > 0 and recorder.epochs()[0] == 0 and len(recorder.epochs()) == len(hooked["history"]) + 1
+    timing = ("seconds", "tokens_per_s", "eval_seconds")
+    assert [{k: v for k, v in r.items() if k not in timing} for r in hooked["history"]] == \
+        [{k: v for k, v in r.items() if k not in timing} for r in plain["history"]]
+    for key in ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl"):
+        assert hooked[key] == plain[key], key

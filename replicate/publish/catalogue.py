@@ -28,6 +28,19 @@ def _top_version(record: dict) -> str | None:
     return record.get("code_version")
 
 
+def _always(record: dict) -> bool:
+    return True
+
+
+def _never(record: dict) -> bool:
+    return False
+
+
+def _without_snapshots(record: dict) -> bool:
+    """A scale run that wrote no embeddings (``embedding_record`` false; the previous design's runs all did)."""
+    return record.get("embedding_record") is False
+
+
 def _seed_versions(record: dict) -> str | None:
     """A section 6.2 point: the code version its seeds share ("a, b" when they differ)."""
     versions = sorted({str(r.get("code_version")) for r in record.get("runs", [])})
@@ -39,8 +52,8 @@ class RunKind:
     """Runs of one kind: ``pattern`` matches every file of a run (named group ``name``); ``marker``
     (written last) holds the final numbers in ``final`` and the code version; ``keep`` lists the
     run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``.
-    ``restorable``: ``keep`` is every output of the run's rule, so a run copied back from the bundle
-    (``publish --restore``) is a finished job to Snakemake."""
+    ``restorable`` (of the marker's record): ``keep`` is every output of the run's rule, so a run copied
+    back from the bundle (``publish --restore``) is a finished job to Snakemake."""
     name: str
     pattern: str
     run: str
@@ -48,7 +61,7 @@ class RunKind:
     keep: tuple[str, ...]
     final: tuple[str, ...]
     version: Callable[[dict], str | None] = _top_version
-    restorable: bool = True
+    restorable: Callable[[dict], bool] = _always
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,7 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("inan", "Inan et al. 2017",
                prefixes_of("inan", "INAN_"),
                (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
-                replace(_lstm_runs("screen", "inan/screen"), restorable=False),  # its soft-target analysis reads the weights
+                replace(_lstm_runs("screen", "inan/screen"), restorable=_never),  # its soft-target analysis reads the weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
@@ -124,7 +137,8 @@ EXPERIMENTS = {e.name: e for e in (
                prefixes_of("scale", "SCALE_"),
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
-                        ("final_valid_ppl", "test_ppl"), restorable=False),  # its embeddings are not published
+                        ("final_valid_ppl", "test_ppl"),
+                        restorable=_without_snapshots),  # the analysis runs' embeddings are not published
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",)))),
 )}
@@ -140,6 +154,7 @@ class Run:
     commit: str | None = None
     dirty: bool | None = None
     missing: str | None = None   # why the run is not finished (None: finished)
+    restorable: bool = False     # its files are every output of its rule (RunKind.restorable)
 
 
 @dataclass
@@ -204,6 +219,7 @@ def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     run.files = [f for f in present if any(fnmatch.fnmatchcase(f, k) for k in keep)]
     run.code_version, run.protocol = kind.version(record), _record_protocol(record)
     run.commit, run.dirty = git.get("commit"), git.get("dirty")
+    run.restorable = kind.restorable(record)
     return run
 
 

@@ -4,8 +4,9 @@ A new machine starts with an empty ``results/``: the runs published from earlier
 bundle. Restored, they stand beside new runs (more seeds, the rest of a grid), and Snakemake builds the
 tables over all of them without training them again:
 
-- only a run whose rule writes nothing but the files the bundle holds is restored (a run kind with
-  ``restorable``); the scale study's LSTM runs also write their embeddings, which are never published;
+- only a run whose rule writes nothing but the files the bundle holds is restored (``Run.restorable``):
+  not the embedding analysis' scale runs, whose embeddings are never published, nor Inan's screen runs,
+  whose soft-target analysis reads their weights;
 - every file is checked against MANIFEST.json before it is copied;
 - the restored files are stamped with the current time: Snakemake reruns a job whose output is older than
   its input, so the corpora must be prepared first (the restore refuses otherwise). Snakemake has no record
@@ -21,7 +22,7 @@ from replicate import paths
 from replicate.data import DATASETS
 from replicate.errors import ReplicateError
 from replicate.publish.bundle import read_manifest, sha256
-from replicate.publish.catalogue import EXPERIMENTS, benchmark_file, present, scan
+from replicate.publish.catalogue import benchmark_file, present, scan
 
 
 def corpora_missing(results: Path) -> list[str]:
@@ -47,9 +48,8 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
                              f"prepare the data first: snakemake --cores 2 {targets}")
     copies: dict[str, list[str]] = {}
     for name in experiments or present(bundle):
-        restorable = {k.name for k in EXPERIMENTS[name].kinds if k.restorable}
         for run in scan(bundle, name).runs:
-            if run.kind in restorable:
+            if run.restorable:
                 bench = benchmark_file(run.id)
                 copies[run.id] = run.files + ([bench] if (bundle / bench).is_file() else [])
     todo = []

@@ -29,7 +29,8 @@ def cmd_train(args) -> int:
 
 
 def _train(args, log) -> None:
-    """One grid run: train_run with the hooks, then updates.csv, embeddings.pt and summary.json."""
+    """One grid run: train_run (with the analysis hooks when the spec says ``record``: then updates.csv
+    and embeddings.pt too), then summary.json."""
     import torch
 
     from replicate.scale import embeddings as emb
@@ -45,10 +46,10 @@ def _train(args, log) -> None:
     tokens = study.train_tokens_for(n_train, int(spec["pct"]))
     settings = study.run_settings(spec["lstm"], spec["hidden"], spec["variant"], spec["seed"],
                                   None if tokens == n_train else tokens)
-    counts_used = torch.bincount(corpus.train[:tokens], minlength=len(corpus.vocab))
-    tracker = emb.UpdateTracker(len(corpus.vocab), every=spec["track_every"])
+    record = bool(spec["record"])
+    tracker = emb.UpdateTracker(len(corpus.vocab), every=spec["track_every"]) if record else None
     # the same word set for every run of a data set: top-K of the FULL training split
-    recorder = emb.SnapshotRecorder(emb.top_ids(corpus.train_counts(), spec["top_k"]))
+    recorder = emb.SnapshotRecorder(emb.top_ids(corpus.train_counts(), spec["top_k"])) if record else None
     out = Path(args.out_dir)
     run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
     started = provenance.now()
@@ -77,14 +78,15 @@ def _train(args, log) -> None:
         "train_ppl": metrics["train_ppl"], "train_clean_ppl": metrics["train_clean_ppl"],
         "final_valid_ppl": metrics["valid_ppl"], "best_valid_ppl": best, "best_epoch": best_epoch,
         "test_ppl": metrics["test_ppl"], "tokens_per_s": metrics["train_tokens_per_s"],
-        "update_steps_tracked": tracker.steps, "settings": settings,
+        "embedding_record": record, "update_steps_tracked": tracker.steps if record else None, "settings": settings,
         "code_version": provenance.source_hash(*LSTM_RUN_MATH),
         "provenance": provenance.collect(spec.get("config", spec), started, args.device),
     }
-    per_word = tracker.per_word(counts_used, corpus.vocab)
-    rio.write_csv(out / "updates.csv", per_word)
-    rio.torch_save(out / "embeddings.pt", {**recorder.state_dict(), "variant": spec["variant"],
-                                           "seed": int(spec["seed"])})
+    if record:
+        counts_used = torch.bincount(corpus.train[:tokens], minlength=len(corpus.vocab))
+        rio.write_csv(out / "updates.csv", tracker.per_word(counts_used, corpus.vocab))
+        rio.torch_save(out / "embeddings.pt", {**recorder.state_dict(), "variant": spec["variant"],
+                                               "seed": int(spec["seed"])})
     rio.write_json(out / "summary.json", summary)
 
 

@@ -23,6 +23,7 @@ per-seed log ratios against log10(training tokens) or the embedding share, with 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -91,6 +92,14 @@ def analysis_points(cfg: dict[str, Any]) -> list[dict[str, Any]]:
         out += [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s, dropout=dropouts(cfg)[0])
                 for s in seeds]
     return out
+
+
+def analysis_constraints(points: list[dict[str, Any]]) -> dict[str, str]:
+    """Snakemake wildcard constraints that match every run of ``points`` (``analysis_points``): one
+    alternation per wildcard, so their product, which may hold a grid run that is not an analysis point
+    (such a run then records too, harmlessly). No points: constraints that match nothing."""
+    return {key: "|".join(re.escape(str(v)) for v in dict.fromkeys(str(p[key]) for p in points)) or "(?!)"
+            for key in GRID_KEYS}
 
 
 def round_epochs(x: float) -> int:
@@ -362,16 +371,18 @@ def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- rule specs
-def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any]) -> dict[str, Any]:
+def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any], record: bool) -> dict[str, Any]:
     """The ``--spec`` of one LSTM job (``wc``: the rule's wildcards; ``base``: run_config(None)). Its
-    ``lstm`` holds this run's own overrides (``lstm_overrides``: scaled already under equal_updates)."""
+    ``lstm`` holds this run's own overrides (``lstm_overrides``: scaled already under equal_updates).
+    ``record``: the run carries the embedding analysis' hooks and writes ``updates.csv`` and
+    ``embeddings.pt`` (the analysis runs only: ``analysis_points``)."""
     check_stopping(sc["lstm"])
     drop = wc.get("dropout", "0")
     lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], int(wc["pct"]), drop)}
     spec = {"name": f"scale/{wc['dataset']}/p{wc['pct']}_h{wc['hidden']}_{wc['variant']}_drop{drop}/seed{wc['seed']}",
             "dataset": wc["dataset"], "pct": int(wc["pct"]), "hidden": int(wc["hidden"]), "variant": wc["variant"],
             "seed": int(wc["seed"]), "dropout": drop, "lstm": lstm, "patience": sc["lstm"].get("patience"),
-            "top_k": sc["top_k"], "track_every": sc["track_every"]}
+            "record": bool(record), "top_k": sc["top_k"], "track_every": sc["track_every"]}
     if sc["lstm"].get("equal_updates", False):
         spec["equal_updates"] = True  # for the record (absent when off)
     spec["config"] = {**base, "scale_run": dict(spec)}

@@ -20,15 +20,13 @@ rule scale_train:
     output:
         metrics=R(paths.SCALE_METRICS),
         summary=R(paths.SCALE_SUMMARY),
-        updates=R(paths.SCALE_UPDATES_RUN),
-        embeddings=R(paths.SCALE_EMBEDDINGS_RUN),
     wildcard_constraints:
         pct=r"\d+",
         hidden=r"\d+",
         variant="untied|tied|untied_pr|tied_pr",
         dropout=r"\d+(\.\d+)?",
     params:
-        spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None))),
+        spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None), record=False)),
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         flags=engine_flags(),
@@ -45,6 +43,27 @@ rule scale_train:
     shell:
         "python -m replicate scale train --spec {params.spec:q} --corpus {input.corpus} "
         "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
+
+
+# The embedding analysis' runs (scale.analysis): the same job with the update and snapshot hooks, which
+# also writes updates.csv and embeddings.pt (never published, so these runs are not restorable).
+use rule scale_train as scale_train_recorded with:
+    output:
+        metrics=R(paths.SCALE_METRICS),
+        summary=R(paths.SCALE_SUMMARY),
+        updates=R(paths.SCALE_UPDATES_RUN),
+        embeddings=R(paths.SCALE_EMBEDDINGS_RUN),
+    wildcard_constraints:
+        **SC_ANALYSIS_CONSTRAINTS,
+    params:
+        spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None), record=True)),
+        out_dir=subpath(output.metrics, parent=True),
+        device=config["device"],
+        flags=engine_flags(),
+        code=SC_LSTM_CODE,
+
+
+ruleorder: scale_train_recorded > scale_train
 
 
 rule scale_table:

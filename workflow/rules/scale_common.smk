@@ -1,10 +1,13 @@
 # Scale study and embedding analysis: config views, run lists and targets used by scale.smk.
-from replicate.scale.study import (analysis_points, check_stopping, lr_name, lstm_grid, lstm_overrides, run_dir,
-                                   run_settings, train_spec, train_tokens_for, transformer_spec)
+from replicate.scale.study import (analysis_constraints, analysis_points, check_stopping, lr_name, lstm_grid,
+                                   lstm_overrides, run_dir, run_settings, train_spec, train_tokens_for,
+                                   transformer_spec)
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
-SC_ANALYSIS = [rebased(run_dir(**p)) for p in analysis_points(SC)] if SC["enabled"] else []
+SC_ANALYSIS_POINTS = analysis_points(SC) if SC["enabled"] else []
+SC_ANALYSIS = [rebased(run_dir(**p)) for p in SC_ANALYSIS_POINTS]
+SC_ANALYSIS_CONSTRAINTS = analysis_constraints(SC_ANALYSIS_POINTS)  # the rule that records their embeddings
 SC_TF = SC["transformer"]
 SC_TF_RUNS = (
     expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"], std=[str(s) for s in SC_TF["stds"]],
