@@ -89,6 +89,9 @@ def _scale_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
     for key, node in (("patience", "lstm/properties/patience"), ("dropout", "lstm/properties/dropouts/items")):
         if spec.get(key) is not None:
             SCHEMAS.check(parse_text(str(spec[key])), f"scale.schema.yaml#/properties/{node}", key=key, where=where, fix=fix)
+    if not isinstance(spec.get("record"), bool):
+        raise SettingError(f"{where}: record={spec.get('record')!r} is not true or false (whether the run records "
+                           "its embeddings for the analysis)", fix)
     lstm = spec.get("lstm", {})
     check_engine_settings(run_settings({"size": lstm.get("size"), "overrides": lstm.get("overrides", {})}, hidden,
                                        spec.get("variant"), spec.get("seed", 0), None), where)

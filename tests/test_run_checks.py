@@ -71,9 +71,12 @@ def test_a_full_disk_is_named_without_a_traceback(capsys, monkeypatch):
 
 def test_scale_commands_refuse_a_bad_spec(capsys, tmp_path):
     train = {"name": "scale/ptb/p10_h200_tied/seed1", "pct": 10, "hidden": -5, "variant": "tied", "seed": 1,
-             "lstm": {"size": "small", "overrides": {}}}
+             "record": False, "lstm": {"size": "small", "overrides": {}}}
     code, err = _run(capsys, "scale", "train", "--spec", json.dumps(train), "--corpus", "x", "--out-dir", str(tmp_path))
     assert code == 2 and "hidden=-5 is not allowed" in err
+    code, err = _run(capsys, "scale", "train", "--spec", json.dumps({**train, "hidden": 200, "record": "yes"}),
+                     "--corpus", "x", "--out-dir", str(tmp_path))
+    assert code == 2 and "record='yes' is not true or false" in err and "pass the rule's --spec" in err
     code, err = _run(capsys, "scale", "train", "--spec", json.dumps({**train, "hidden": 200, "lstm": {
         "size": "small", "overrides": {"lr": float("nan")}}}), "--corpus", "x", "--out-dir", str(tmp_path))
     assert code == 2 and "lr=nan is not allowed: nan is not a finite number" in err
