@@ -441,3 +441,94 @@ def test_evaluate_all_passes_the_tolerances_on():
 def test_trend_verdict_needs_the_sign_beyond_two_standard_errors(slope, se, negative, status, text):
     v = C._trend_verdict(slope, se, negative, "x")
     assert (v.status, v.evidence) == (status, text)
+
+
+def test_spread_allowance_is_the_t_interval_of_a_difference_from_each_points_own_seeds():
+    """Section 6.2 points with several seeds: half-width t(0.975, n_lo + n_hi - 2) * sqrt(s_lo²/n_lo + s_hi²/n_hi);
+    t(0.975, 6) = 2.446912 (a table value)."""
+    f = pd.DataFrame({"distance_std": [0.02, 0.04], "n_seeds": [3, 5]})
+    allow, how = C._spread_allowance(f, f.iloc[0], f.iloc[1])
+    assert allow == pytest.approx(2.446912 * math.sqrt(0.02 ** 2 / 3 + 0.04 ** 2 / 5), rel=1e-6)
+    assert how == "95 % t interval of the difference from the points' own 3 seeds"
+    swapped = C._spread_allowance(f, f.iloc[1], f.iloc[0])
+    assert swapped[0] == pytest.approx(allow) and "own 5 seeds" in swapped[1]
+    one = f.assign(n_seeds=[1, 5])
+    assert C._spread_allowance(one, one.iloc[0], one.iloc[1]) == (None, "one seed per point")
+    assert C._spread_allowance(one, one.iloc[1], one.iloc[0]) == (None, "one seed per point")
+    two = f.assign(n_seeds=[2, 2])  # the smallest case that has an interval: 2 dof, t = 4.302653
+    assert C._spread_allowance(two, two.iloc[0], two.iloc[1])[0] == pytest.approx(
+        4.302653 * math.sqrt(0.02 ** 2 / 2 + 0.04 ** 2 / 2), rel=1e-6)
+    no_std = f.drop(columns="distance_std")
+    assert C._spread_allowance(no_std, f.iloc[0], f.iloc[1]) == (None, "one seed per point")
+
+
+def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_the_papers():
+    """large -> large + WT: the train rise (large + WT − large) and the valid fall (large − large + WT), each
+    beside the paper's difference from the table's paper columns, and the four numbers in the evidence."""
+    t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
+    t["paper_train_ppl"], t["paper_valid_ppl"] = [40.0, 50.0, 1.0, 1.0], [84.0, 79.0, 1.0, 1.0]
+    v = next(c for c in C.CLAIMS if c.id == "pw_regulariser").evaluate(Results(pw_table5=t))
+    train, valid = v.effects
+    assert (train.what, train.unit, train.seeds) == ("train ppl, large + WT − large", "ppl", (1, 1))
+    assert train.ours == pytest.approx(48.5 - 37.8) and train.paper == pytest.approx(10.0)
+    assert valid.what == "valid ppl, large − large + WT"
+    assert valid.ours == pytest.approx(82.2 - 77.7) and valid.paper == pytest.approx(5.0)
+    assert "train 37.80 → 48.50, valid 82.20 → 77.70 (large → large + WT)" in v.evidence
+    worse = t.assign(valid_ppl=[82.2, 82.2, 78.1, 75.8])  # a tie in valid is no fall
+    assert status("pw_regulariser", Results(pw_table5=worse)) == C.FAILS
+    flat = t.assign(train_ppl=[37.8, 37.8, 24.3, 28.2])  # nor a tie in train a rise
+    assert status("pw_regulariser", Results(pw_table5=flat)) == C.FAILS
+
+
+def test_scale_data_claim_reads_the_no_dropout_level_and_names_its_numbers():
+    """rel_gain = 0.5 − 0.1 log10(tokens) ± 0.001 over two seeds: slope −0.1 exactly, holds; a dropout-0.3 row, a
+    row without a gain and fixed run lengths that fall with the data (no early stopping) change the reading."""
+    rows = [dict(train_tokens=t, seed=s, dropout=0.0, rel_gain=0.5 - 0.1 * math.log10(t) + (0.001 if s == 1 else -0.001),
+                 gain=g, epochs=e, protocol="reduced")
+            for t, g, e in ((1e4, 5.0, 20), (1e5, 3.0, 8), (1e6, 1.0, 2)) for s in (1, 2)]
+    rows += [dict(train_tokens=1e6, seed=3, dropout=0.3, rel_gain=0.9, gain=50.0, epochs=2, protocol="reduced"),
+             dict(train_tokens=1e6, seed=3, dropout=0.0, rel_gain=math.nan, gain=1.0, epochs=2, protocol="reduced")]
+    s = pd.DataFrame(rows).assign(untied_stop="patience")  # early-stopped: lengths are the runs' own
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=s))
+    assert v.status == C.HOLDS, v.evidence
+    assert v.evidence.startswith("relative tying gain vs log10(training tokens) over 6 (size, seed) pairs: slope -0.1 (")
+    assert "beyond 2 s.e." in v.evidence
+    assert "mean gain (valid ppl untied − tied) 5.00 at 10,000 tokens → 1.00 at 1,000,000" in v.evidence
+    fixed = s.drop(columns="untied_stop")
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=fixed))
+    assert v.status == C.INCONCLUSIVE and "epochs fall as data grows (20/8/2 from the smallest" in v.scope
+    absolute = fixed.drop(columns=["rel_gain", "epochs"])
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=absolute))
+    assert v.evidence.startswith("tying gain vs log10(training tokens) over 7 (size, seed) pairs: slope -2 (")
+    assert v.status == C.HOLDS
+    one_size = s[s["train_tokens"] == 1e6]
+    assert status("scale_data_gain", Results(scale_data=one_size)) == NOT_RUN
+
+
+def test_figure1_claims_name_their_numbers_and_effects():
+    """Panel a: β 0 → 1 at τ 10 (two seeds a point, distances ± 0.01); panel b: τ 2 → 20 at β 1 with 3 seeds and
+    their spread. Each number of the evidence and each effect (label, value, seeds, allowance) has a known value."""
+    a = [dict(panel="a", tau=10, beta=b, seed=s, distance=d + (0.01 if s == 1 else -0.01), n_seeds=2,
+              distance_std=0.02, paper_distance_approx=0.06 if b == 1.0 else None, protocol="reduced")
+         for b, d in ((0.0, 0.9), (0.5, 0.3), (0.75, 0.15), (1.0, 0.1)) for s in (1, 2)]
+    b = [dict(panel="b", tau=t, beta=1.0, seed=1, distance=d, n_seeds=3, distance_std=sd, protocol="reduced")
+         for t, d, sd in ((20, 0.05, 0.03), (2, 0.35, 0.01))]
+    res = Results(inan_figure1=pd.DataFrame(a + b))
+    claim = {c.id: c for c in C.CLAIMS}
+    v = claim["inan_subspace"].evaluate(res)
+    assert v.status == C.HOLDS
+    assert v.evidence.startswith("mean distance 0.900 at β = 0 → 0.100 at β = 1; Spearman ρ(β, distance) = -1.00 "
+                                 "over 4 β values; reading not recorded")
+    (level,) = v.effects
+    assert (level.what, level.paper, level.ours, level.seeds, level.level) == ("subspace distance at β = 1", 0.06,
+                                                                               pytest.approx(0.1), (2,), True)
+    v = claim["inan_subspace_rapid"].evaluate(res)
+    assert v.status == C.HOLDS and v.evidence.startswith("fall 0.800 from the smallest to the largest β, 75% of it "
+                                                         "in the first β step")
+    v = claim["inan_subspace_tau"].evaluate(res)
+    assert v.status == C.HOLDS and v.evidence.startswith("distance 0.350 at τ = 2 → 0.050 at τ = 20 (β = 1)")
+    (gap,) = v.effects
+    assert gap.what == "subspace distance at τ = 2 − at τ = 20" and gap.ours == pytest.approx(0.3)
+    assert gap.seeds == (3, 3) and gap.unit == ""
+    assert gap.allowance == pytest.approx(2.776445 * math.sqrt(0.01 ** 2 / 3 + 0.03 ** 2 / 3), rel=1e-6)
+    assert gap.noise == "95 % t interval of the difference from the points' own 3 seeds"
