@@ -420,6 +420,16 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=e))
     (effect,) = v.effects
     assert effect.ours == pytest.approx(0.2) and effect.allowance == pytest.approx(allow)
+    assert (effect.what, effect.paper, effect.unit, effect.seeds, effect.noise, effect.flag) == (
+        "Spearman ρ, to untied output − to untied input", None, "", (3,), how, "")
+    assert v.status == C.HOLDS and v.evidence == ("similarity of the tied embedding to the untied output embedding "
+                                                  "0.500 vs to the untied input embedding 0.300 (mean over 3 seed pairs)")
+    two_pairs = _similarity({(1, 1): 0.1, (2, 2): 0.3})
+    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=two_pairs))
+    assert v.effects[0].flag == "one pair" and v.effects[0].seeds == (2,)
+    same = _similarity({(1, 1): 0.0, (2, 2): 0.0})  # equal similarity is no "closer to the output embedding"
+    assert next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(
+        Results(embedding_similarity=same)).status != C.HOLDS
 
 
 def test_evaluate_all_passes_the_tolerances_on():
@@ -532,3 +542,22 @@ def test_figure1_claims_name_their_numbers_and_effects():
     assert gap.seeds == (3, 3) and gap.unit == ""
     assert gap.allowance == pytest.approx(2.776445 * math.sqrt(0.01 ** 2 / 3 + 0.03 ** 2 / 3), rel=1e-6)
     assert gap.noise == "95 % t interval of the difference from the points' own 3 seeds"
+
+
+def test_initial_loss_rows_are_uniform_tokens_without_a_mixer_when_there_are_such_rows():
+    rows = [dict(name="kept", token_dist="uniform", branches="zero", tied=True, rescale=False, mixer=None),
+            dict(name="zipf", token_dist="zipf", branches="zero", tied=True, rescale=False, mixer=None),
+            dict(name="mixed", token_dist="uniform", branches="zero", tied=True, rescale=False, mixer="attention"),
+            dict(name="none", token_dist="uniform", branches="zero", tied=True, rescale=False, mixer="none"),
+            dict(name="normal", token_dist="uniform", branches="normal", tied=True, rescale=False, mixer=None),
+            dict(name="rescaled", token_dist="uniform", branches="zero", tied=True, rescale=True, mixer=None)]
+    f = pd.DataFrame(rows)
+    got = C._il(Results(initial_loss=f), branches="zero", tied=True, rescale=False)
+    assert list(got["name"]) == ["kept", "none"]
+    only_zipf = f[f["token_dist"] == "zipf"]
+    assert list(C._il(Results(initial_loss=only_zipf), branches="zero")["name"]) == ["zipf"]
+    assert list(C._il(Results(initial_loss=f.drop(columns="mixer")), branches="zero", rescale=True)["name"]) == [
+        "rescaled"]
+    assert C._il(Results(initial_loss=f), width=64) is None           # a column the table lacks
+    assert C._il(Results(initial_loss=f), branches="none") is None    # no row left
+    assert C._il(Results(), branches="zero") is None
