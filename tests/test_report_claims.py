@@ -561,3 +561,48 @@ def test_initial_loss_rows_are_uniform_tokens_without_a_mixer_when_there_are_suc
     assert C._il(Results(initial_loss=f), width=64) is None           # a column the table lacks
     assert C._il(Results(initial_loss=f), branches="none") is None    # no row left
     assert C._il(Results(), branches="zero") is None
+
+
+@pytest.mark.parametrize("claim_id, after, ours, paper, what, arrow", [
+    ("pw_small_wt_train", "small_wt", 38.0 - 36.4, 40.0 - 36.0, "train ppl, small − small + WT", "38.00 → 36.40"),
+    ("pw_small_pr_train", "small_pr", 50.8 - 38.0, 52.0 - 40.0, "train ppl, small + PR − small", "38.00 → 50.80"),
+])
+def test_table6_train_claims_name_the_change_in_the_claimed_direction(claim_id, after, ours, paper, what, arrow):
+    """The effect is signed so that the claimed direction is positive (WT lowers, PR raises train ppl), beside the
+    paper's difference from its own columns; the evidence names both numbers and the cell."""
+    t = PAPER_LIKE_6.assign(paper_train_ppl=[40.0, 36.0, 52.0, 53.5])
+    v = next(c for c in C.CLAIMS if c.id == claim_id).evaluate(Results(pw_table6=t))
+    (effect,) = v.effects
+    assert v.status == C.HOLDS and (effect.what, effect.unit, effect.seeds) == (what, "ppl", (1, 1))
+    assert effect.ours == pytest.approx(ours) and effect.paper == pytest.approx(paper)
+    name = {"small_wt": "small + WT", "small_pr": "small + PR"}[after]
+    assert v.evidence == f"train {arrow} (small → {name}, no dropout)"
+    gone = t[t["model"] != after]
+    assert status(claim_id, Results(pw_table6=gone)) == NOT_RUN
+
+
+def test_inan_comparisons_name_their_numbers_effects_and_sizes():
+    t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 86.0},
+              "medium": {"+AL": 80.0, "+RE": 78.0, "+REAL": 77.5}})
+    claim = {c.id: c for c in C.CLAIMS}
+    v = claim["inan_al_small"].evaluate(Results(inan_table1=t))
+    assert (v.status, v.evidence) == (C.HOLDS, "small valid: +AL 86.30 vs +RE 89.90")
+    assert [(e.what, e.seeds) for e in v.effects] == [("small valid ppl, +RE − +AL", (1, 1))]
+    assert v.effects[0].ours == pytest.approx(3.6)
+    v = claim["inan_re_large"].evaluate(Results(inan_table1=t))
+    assert (v.status, v.evidence) == (C.HOLDS, "medium valid: +RE 78.00 vs +AL 80.00")
+    assert v.scope == "ran medium only of the claimed sizes medium, large"
+    assert [(e.what, e.ours) for e in v.effects] == [("medium valid ppl, +AL − +RE", pytest.approx(2.0))]
+    v = claim["inan_real_best"].evaluate(Results(inan_table1=t))
+    assert v.status == C.HOLDS and v.evidence == (
+        "small: +REAL 86.00 vs best other +AL 86.30 (tie allowed: 1 ppl); "
+        "medium: +REAL 77.50 vs best other +RE 78.00 (tie allowed: 1 ppl)")
+    assert v.scope == "ran small, medium only of the claimed sizes small, medium, large"
+    assert [(e.what, e.ours) for e in v.effects] == [("small valid ppl, +AL − +REAL", pytest.approx(0.3)),
+                                                     ("medium valid ppl, +RE − +REAL", pytest.approx(0.5))]
+    worse = inan({"small": {"+AL": 86.0, "+REAL": 87.5}, "medium": {"+RE": 78.0, "+REAL": 77.5}})
+    assert status("inan_real_best", Results(inan_table1=worse)) == C.FAILS  # one size short fails the claim
+    alone = inan({"small": {"+REAL": 86.0}})
+    assert status("inan_real_best", Results(inan_table1=alone)) == NOT_RUN
+    wt2 = t.assign(dataset="wikitext2")
+    assert status("inan_real_best", Results(inan_table1=wt2)) == NOT_RUN  # PTB rows only
