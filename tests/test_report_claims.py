@@ -606,3 +606,21 @@ def test_inan_comparisons_name_their_numbers_effects_and_sizes():
     assert status("inan_real_best", Results(inan_table1=alone)) == NOT_RUN
     wt2 = t.assign(dataset="wikitext2")
     assert status("inan_real_best", Results(inan_table1=wt2)) == NOT_RUN  # PTB rows only
+
+
+def test_initial_loss_claims_name_their_numbers():
+    """il_frame: the zero-branch tied loss 0.02 nats above the closed form (10.37 at d = 128), the rescaled one
+    0.005 above log n, the standard init 0.1 (tied) and 0.15 (untied) above log n = 10.37, i.e. 1.0 % and 1.4 %."""
+    by_id = {c.id: v for c, v in C.evaluate_all(Results(initial_loss=il_frame()))}
+    assert by_id["il_theory"].evidence == (
+        "largest miss 0.020 nats = 0.2% of log(e^(dσ)+n−1) = 10.37 (d = 128, σ = 0.02) over 3 points with "
+        "d ≥ 128; tolerance 5% of the closed form")
+    assert by_id["il_rescale"].evidence == (
+        "max |measured − log n| = 0.005 nats over 3 points (log n = 10.37; tolerance 0.1 nats)")
+    assert by_id["il_standard"].evidence == (
+        "untied: log n + 1.4% to 1.4%; tied: log n + 1.0% to 1.0% over 6 points (σ = 0.02; 'slightly above' = "
+        "above log n by at most 10% of it)")
+    at_log_n = il_frame(std_gaps=(0.0, 0.1))  # exactly log n is not above it
+    assert status("il_standard", Results(initial_loss=at_log_n)) == C.FAILS
+    other_std = il_frame(std_gaps=(5.0, 5.0)).assign(std="0.05")  # only σ = 0.02 rows count
+    assert status("il_standard", Results(initial_loss=other_std)) == NOT_RUN
