@@ -57,10 +57,6 @@ use rule scale_train as scale_train_recorded with:
         **SC_ANALYSIS_CONSTRAINTS,
     params:
         spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None), record=True)),
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(),
-        code=SC_LSTM_CODE,
 
 
 ruleorder: scale_train_recorded > scale_train
