@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from replicate.report import claims as C
+from replicate.report import noise
 from replicate.report.format import NOT_RUN
 from replicate.report.sources import Results
 
@@ -624,3 +625,267 @@ def test_initial_loss_claims_name_their_numbers():
     assert status("il_standard", Results(initial_loss=at_log_n)) == C.FAILS
     other_std = il_frame(std_gaps=(5.0, 5.0)).assign(std="0.05")  # only σ = 0.02 rows count
     assert status("il_standard", Results(initial_loss=other_std)) == NOT_RUN
+
+
+# ------------------------------------------------------------- lookups, effects and scopes, by known answers
+def test_lookups_read_a_missing_table_column_row_or_number_as_none():
+    f = pd.DataFrame({"model": ["a"], "valid_ppl": [math.nan], "n_seeds": [3]})
+    assert C._row(None, "model", "a") is None and C._row(f.drop(columns="model"), "model", "a") is None
+    assert C._row(f, "model", "b") is None
+    row = C._row(f, "model", "a")
+    assert C._num(row, "valid_ppl") is None and C._num(None, "valid_ppl") is None  # NaN reads as no number
+    assert C._num(row, "n_seeds") == 3.0 and C._n(row) == 3 and C._n(None) == 1
+
+
+def _press_wolf_pool(valid: tuple[float, float], test: tuple[float, float]) -> dict:
+    """A Press & Wolf pool of one cell run at seeds 1 and 2 (one degree of freedom)."""
+    seeds = {k: {"valid_ppl": v, "test_ppl": t} for k, v, t in zip((1, 2), valid, test)}
+    return {"press_wolf": noise.Pool("press_wolf", {"small": seeds})}
+
+
+def test_an_effect_uses_its_own_splits_noise_its_rows_seeds_and_the_papers_columns():
+    """valid (100, 102): relative sd sqrt(2)/101; test (100, 110): sqrt(2)·5/105; t(0.975, 1) = 12.7062. The
+    small row has 3 seeds, small + WT one: allowance = t · sd · level · sqrt(1/3 + 1/1)."""
+    t = PAPER_LIKE_6.assign(n_seeds=[3, 1, 1, 1], paper_valid_ppl=[121.0, 118.0, None, None])
+    r = Results(pw_table6=t, pools=_press_wolf_pool((100.0, 102.0), (100.0, 110.0)))
+    valid, test = C._both(r, t, "small", "small_wt", "x", C.PW_NOISE)
+    t1 = 12.706204736174698
+    assert (valid.what, test.what, valid.seeds, test.flag) == ("valid ppl, x", "test ppl, x", (3, 1), "one pair")
+    assert valid.ours == pytest.approx(120.7 - 117.5) and test.ours == pytest.approx(114.5 - 112.4)
+    assert valid.allowance == pytest.approx(t1 * math.sqrt(2) / 101 * (120.7 + 117.5) / 2 * math.sqrt(4 / 3))
+    assert test.allowance == pytest.approx(t1 * math.sqrt(2) * 5 / 105 * (114.5 + 112.4) / 2 * math.sqrt(4 / 3))
+    assert valid.paper == pytest.approx(3.0) and test.paper is None  # the paper's test numbers are not in the table
+    one_paper = t.assign(paper_valid_ppl=[121.0, None, None, None])
+    assert C._diff(r, one_paper, "small", "small_wt", "x", C.PW_NOISE).paper is None
+    no_number = t.assign(valid_ppl=[120.7, math.nan, 116.0, 104.9])
+    assert C._diff(r, no_number, "small", "small_wt", "x", C.PW_NOISE) is None
+
+
+def test_scope_is_empty_when_every_claimed_part_ran():
+    assert C._scope(["medium", "large"], ("medium", "large"), "sizes") == ""
+    assert C._scope(["large", "medium", "small"], ("medium", "large"), "sizes") == ""
+    assert C._scope([], ("small",), "sizes") == "ran none only of the claimed sizes small"
+    v = next(c for c in C.CLAIMS if c.id == "pw_small_tying").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    assert v.scope == ""
+
+
+def test_table5_tying_names_each_pair_and_its_effects():
+    t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
+    v = next(c for c in C.CLAIMS if c.id == "pw_large_tying").evaluate(Results(pw_table5=t))
+    assert v.evidence == ("large → large + WT: valid 82.20 → 77.70, test 78.40 → 74.30; "
+                          "large + BD + WD → large + BD + WT: valid 78.10 → 75.80, test 75.20 → 73.20")
+    assert [e.what for e in v.effects] == [
+        "valid ppl, large − large + WT", "test ppl, large − large + WT",
+        "valid ppl, large + BD + WD − large + BD + WT", "test ppl, large + BD + WD − large + BD + WT"]
+
+
+def test_wt_pr_best_compares_with_the_best_other_cell():
+    """PAPER_LIKE_6: the best of the other three in valid is small + PR (116.0), not the first name or WT + PR."""
+    v = next(c for c in C.CLAIMS if c.id == "pw_wtpr_best").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    assert v.evidence == "lowest valid: small + WT + PR (104.90); lowest test: small + WT + PR (100.90)"
+    valid, test = v.effects
+    assert valid.what == "valid ppl, small + PR (best other) − small + WT + PR" and test.what.startswith("test ppl")
+    assert valid.ours == pytest.approx(116.0 - 104.9) and test.ours == pytest.approx(111.7 - 100.9)
+
+
+@pytest.mark.parametrize("claim_id, reason", [
+    ("pw_regulariser", "Table 5 rows large and large + WT not both present"),
+    ("pw_wtpr_best", "not all four Table 6 rows present"),
+    ("inan_al_small", "Table 1 small rows +AL and +RE (PTB) not present"),
+    ("inan_re_large", "Table 1 medium/large rows +AL and +RE (PTB) not present"),
+    ("inan_real_best", "Inan Table 1 not produced"),
+    ("inan_subspace", "Figure 1a needs at least two beta values"),
+    ("inan_subspace_rapid", "Figure 1a needs at least three beta values"),
+    ("inan_subspace_tau", "Figure 1b needs at least two tau values"),
+    ("il_theory", "no tied, zero-branch, unscaled points in the initial-loss sweep"),
+    ("il_rescale", "no tied + rescale, zero-branch points in the initial-loss sweep"),
+    ("il_standard", "no standard-init (non-zero branches) points in the initial-loss sweep"),
+    ("scale_share", "model-family table not produced (needs at least 3 models)"),
+    ("scale_data_gain", "data-scale study not produced"),
+    ("scale_model_share", "model-scale study not produced (needs at least two hidden sizes)"),
+    ("emb_tied_output", "embedding-similarity analysis not produced"),
+])
+def test_a_claim_not_run_says_what_it_needs(claim_id, reason):
+    """The report prints this reason in the claim's row: it names the table or points the check needs."""
+    v = next(c for c in C.CLAIMS if c.id == claim_id).evaluate(Results())
+    assert (v.status, v.evidence) == (NOT_RUN, reason)
+
+
+def test_a_claim_not_run_on_a_partial_table_says_what_is_missing():
+    claim = {c.id: c for c in C.CLAIMS}
+    only_real = inan({"small": {"+REAL": 86.0}})
+    assert claim["inan_real_best"].evaluate(Results(inan_table1=only_real)).evidence == (
+        "no size with +REAL and another row in Table 1 (PTB)")
+    assert claim["il_theory"].evaluate(Results(initial_loss=il_frame()), {"theory_min_width": 2048}).evidence == (
+        "no tied, zero-branch point at width d ≥ 2048 (the theory's regime)")
+    tied_only = il_frame()[lambda f: f["tied"]]
+    assert claim["il_standard"].evaluate(Results(initial_loss=tied_only)).evidence == (
+        "standard init (σ = 0.02) needs both tied and untied points")
+    s = pd.DataFrame({"train_tokens": [1e5, 1e5], "gain": [1.0, 2.0]})
+    assert claim["scale_data_gain"].evaluate(Results(scale_data=s)).evidence == (
+        "data-scale study needs at least two data sizes")
+    e = _similarity({(1, 1): 0.1})[lambda f: f["comparison"] == "tied_vs_untied_input"]
+    assert claim["emb_tied_output"].evaluate(Results(embedding_similarity=e)).evidence == (
+        "needs the tied-vs-untied-input and tied-vs-untied-output similarities")
+
+
+# ------------------------------------------------------------------------------------ Inan Table 1
+def test_inan_claims_read_ptb_rows_only_and_tables_without_a_dataset_column():
+    """WikiText-2 rows that would flip every claim are left out; an older table without the column reads whole."""
+    wt2 = inan({"small": {"VD-LSTM": 60.0, "+AL": 99.0, "+RE": 50.0, "+REAL": 99.0}}).assign(dataset="wikitext2")
+    both = pd.concat([inan(PAPER_INAN), wt2], ignore_index=True)
+    plain = inan(PAPER_INAN).drop(columns="dataset")
+    for table in (both, plain):
+        r = Results(inan_table1=table)
+        for cid in ("inan_al_vd", "inan_al_small", "inan_re_large", "inan_real_best"):
+            assert status(cid, r) == C.HOLDS, (cid, list(table.columns))
+    v = next(c for c in C.CLAIMS if c.id == "inan_al_small").evaluate(Results(inan_table1=both))
+    assert v.evidence == "small valid: +AL 86.30 vs +RE 89.90"
+
+
+def test_inan_beats_vd_names_both_splits_from_their_own_columns():
+    t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}})
+    t.loc[t["model"] == "+AL", "test_ppl"] = 80.0  # test: 88.6 -> 80.0, valid: 92.6 -> 86.3
+    v = next(c for c in C.CLAIMS if c.id == "inan_al_vd").evaluate(Results(inan_table1=t))
+    assert v.evidence == "small valid: VD-LSTM 92.60 → +AL 86.30; test 88.60 → 80.00"
+    valid, test = v.effects
+    assert (valid.what, test.what) == ("small valid ppl, VD-LSTM − +AL", "small test ppl, VD-LSTM − +AL")
+    assert valid.ours == pytest.approx(6.3) and test.ours == pytest.approx(8.6)
+
+
+def test_re_beats_al_is_strict_and_names_every_size():
+    t = inan({"medium": {"+AL": 77.4, "+RE": 77.1}, "large": {"+AL": 74.5, "+RE": 72.5}})
+    v = next(c for c in C.CLAIMS if c.id == "inan_re_large").evaluate(Results(inan_table1=t))
+    assert v.evidence == "medium valid: +RE 77.10 vs +AL 77.40; large valid: +RE 72.50 vs +AL 74.50"
+    t.loc[(t["size"] == "large") & (t["model"] == "+RE"), "valid_ppl"] = 74.5  # a tie is no win
+    assert status("inan_re_large", Results(inan_table1=t)) == C.FAILS
+
+
+def test_real_best_reads_every_size_and_rows_without_a_paper_number():
+    """A size without +REAL before one with it is skipped, not the end; a row with no paper number still counts."""
+    t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}, "medium": {"+AL": 77.4, "+REAL": 75.7}})
+    t["paper_valid_ppl"] = [92.6, None, 77.4, 75.7]
+    v = next(c for c in C.CLAIMS if c.id == "inan_real_best").evaluate(Results(inan_table1=t))
+    assert v.status == C.HOLDS and v.evidence == "medium: +REAL 75.70 vs best other +AL 77.40 (tie allowed: 1 ppl)"
+    t.loc[t["model"] == "+AL", "paper_valid_ppl"] = None  # the best other has no paper number: still compared
+    v = next(c for c in C.CLAIMS if c.id == "inan_real_best").evaluate(Results(inan_table1=t))
+    assert "best other +AL 77.40" in v.evidence
+
+
+# ------------------------------------------------------------------------------- Inan section 6.2
+def test_figure1_claims_judge_the_smallest_curves_they_accept():
+    three = fig1([(0.0, 0.9), (0.5, 0.2), (1.0, 0.1)])
+    assert status("inan_subspace_rapid", Results(inan_figure1=three)) == C.HOLDS
+    two = fig1([(0.0, 0.9), (1.0, 0.1)])
+    assert status("inan_subspace", Results(inan_figure1=two)) == C.HOLDS
+
+
+@pytest.mark.parametrize("distances, holds", [
+    ([0.5, 0.9, 0.95, 0.99, 0.98, 0.45], False),   # ends lower, but rho(beta, distance) = +0.09: no fall
+    ([0.5, 0.9, 0.95, 0.99, 0.45], False),         # ends lower, rho exactly 0
+    ([0.5, 0.45, 0.3, 0.2, 0.5], False),           # falls, then back to where it started
+    ([0.5, 0.45, 0.3, 0.2, 0.49], True),
+])
+def test_distance_falls_with_beta_needs_a_lower_end_and_a_negative_rank_correlation(distances, holds):
+    curve = fig1([(b / 10, d) for b, d in enumerate(distances)])
+    assert status("inan_subspace", Results(inan_figure1=curve)) == (C.HOLDS if holds else C.FAILS)
+
+
+def test_figure1_claims_name_their_basis_level_and_readings():
+    """Two readings and two metrics are both named; the level effect has no unit and one seed without n_seeds;
+    the readings that reproduce are counted in the evidence and the scope, and left out without a readings table."""
+    a = fig1([(0.0, 0.9), (0.5, 0.3), (1.0, 0.1)])
+    a["reading"] = ["r1"] * 3 + ["r2"] * 3
+    a["metric"] = ["m1"] * 3 + ["m2"] * 3
+    claim = {c.id: c for c in C.CLAIMS}
+    v = claim["inan_subspace_rapid"].evaluate(Results(inan_figure1=a))
+    assert v.evidence.endswith("; reading r1, r2; metric: m1, m2") and v.scope == ""
+    (level,) = v.effects
+    assert (level.unit, level.seeds, level.paper, level.level) == ("", (1,), None, True)
+    readings = pd.DataFrame([{"reading": "r1", "rapid_in_beta": True, "lower_at_larger_tau": True},
+                             {"reading": "r2", "rapid_in_beta": True, "lower_at_larger_tau": False}])
+    res = Results(inan_figure1=a, raw={"inan_subspace_readings": readings})
+    v = claim["inan_subspace_rapid"].evaluate(res)
+    assert v.evidence.endswith("metric: m1, m2; 1 of 2 readings have the paper's shape (rapid decrease in β, lower "
+                               "at larger τ)")
+    assert v.scope == "1 of 2 readings have the paper's shape" and len(v.effects) == 1
+    plain = Results(inan_figure1=a.drop(columns=["reading", "metric"]))
+    assert claim["inan_subspace"].evaluate(plain).evidence.endswith(
+        "; reading not recorded; metric: principal-angle subspace distance (the table names no metric)")
+
+
+def test_distance_lower_at_larger_tau_compares_the_smallest_and_largest_tau():
+    """Three tau points: the middle one (and its spread and seeds) takes no part; without n_seeds one seed each."""
+    b = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, n_seeds=n, distance_std=sd)
+                      for t, d, n, sd in ((2, 0.4, 3, 0.01), (10, 0.5, 9, 0.5), (20, 0.1, 4, 0.02))])
+    readings = pd.DataFrame([{"reading": "r", "rapid_in_beta": True, "lower_at_larger_tau": True}])
+    v = next(c for c in C.CLAIMS if c.id == "inan_subspace_tau").evaluate(
+        Results(inan_figure1=b, raw={"inan_subspace_readings": readings}))
+    assert v.evidence.startswith("distance 0.400 at τ = 2 → 0.100 at τ = 20 (β = 1)")
+    (gap,) = v.effects
+    assert gap.seeds == (3, 4) and gap.ours == pytest.approx(0.3)
+    assert gap.allowance == pytest.approx(2.570582 * math.sqrt(0.01 ** 2 / 3 + 0.02 ** 2 / 4), rel=1e-6)  # t(5)
+    assert v.scope == "1 of 1 readings have the paper's shape"
+    v = next(c for c in C.CLAIMS if c.id == "inan_subspace_tau").evaluate(
+        Results(inan_figure1=b.drop(columns="n_seeds")))
+    assert v.effects[0].seeds == (1, 1) and v.effects[0].allowance is None
+
+
+# ------------------------------------------------------------------------------------ initial loss
+def _il_row(**kw) -> dict:
+    return {"token_dist": "uniform", "mixer": "none", "std": "0.02", "n": 32000, **kw}
+
+
+def test_initial_loss_claims_read_only_their_own_rows_and_their_tolerance_bound_is_inclusive():
+    """Each claim ignores the rows of another configuration even when they are far off; a miss exactly at the
+    tolerance holds."""
+    log_n = math.log(32000)
+    off = [_il_row(branches="zero", tied=False, rescale=False, d=128, loss_mean=50.0, reference_loss=10.0),
+           _il_row(branches="normal", tied=True, rescale=True, d=128, loss_mean=50.0, reference_loss=log_n),
+           _il_row(branches="zero", tied=False, rescale=True, d=128, loss_mean=50.0, reference_loss=log_n)]
+    theory = _il_row(branches="zero", tied=True, rescale=False, d=128, loss_mean=10.5, reference_loss=10.0)
+    rescale = _il_row(branches="zero", tied=True, rescale=True, d=128, loss_mean=log_n + 0.04, reference_loss=log_n)
+    standard = [_il_row(branches="normal", tied=t, rescale=False, d=128, loss_mean=log_n * 1.05, reference_loss=log_n)
+                for t in (True, False)]
+    r = Results(initial_loss=pd.DataFrame(off + [theory, rescale] + standard))
+    rescale_gap = abs(rescale["loss_mean"] - math.log(32000.0))
+    above = max(abs(s["loss_mean"] - log_n) / log_n for s in standard)
+    tol = {"theory_rel": 0.05, "rescale_nats": rescale_gap, "above_log_n_rel": above}  # each exactly at its bound
+    assert (0.5 / 10.0, rescale_gap) == (0.05, tol["rescale_nats"])
+    for cid in ("il_theory", "il_rescale", "il_standard"):
+        assert status(cid, r, tol) == C.HOLDS, cid
+
+
+def test_rescale_evidence_names_log_n_of_the_first_row():
+    rows = [_il_row(branches="zero", tied=True, rescale=True, d=d, n=n, loss_mean=math.log(n), reference_loss=0.0)
+            for d, n in ((128, 32000), (256, 50000))]
+    v = next(c for c in C.CLAIMS if c.id == "il_rescale").evaluate(Results(initial_loss=pd.DataFrame(rows)))
+    assert "(log n = 10.37; tolerance 0.1 nats)" in v.evidence
+
+
+# ------------------------------------------------------------------------------------- scale study
+def test_data_scale_claim_drops_rows_without_a_gain_only_and_its_confound_needs_falling_lengths():
+    rows = [dict(train_tokens=t, seed=s, dropout=0.0, gain=g + 0.01 * s, epochs=5, note=None if s == 1 else "x")
+            for t, g in ((1e4, 5.0), (1e5, 3.0), (1e6, 1.0)) for s in (1, 2)]
+    s = pd.DataFrame(rows)
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=s))
+    assert v.status == C.HOLDS and "over 6 (size, seed) pairs" in v.evidence and v.scope == ""  # equal lengths
+    two = s[s["train_tokens"] < 1e6].assign(epochs=lambda f: f["train_tokens"].map({1e4: 20, 1e5: 8}))
+    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=two))
+    assert v.status == C.INCONCLUSIVE and v.scope == (
+        "epochs fall as data grows (20/8 from the smallest to the largest data size), so data size and training "
+        "length are confounded: not testable as run")
+
+
+def test_similarity_effect_is_the_spread_of_the_paired_difference_and_counts_only_output_pairs():
+    """Input and output similarities that move together: their difference is constant (sd 0, allowance 0),
+    their sum is not. Rows of a third comparison are not pairs."""
+    rows = []
+    for k, base in ((1, 0.1), (2, 0.4), (3, 0.7)):
+        rows += [dict(comparison="tied_vs_untied_input", spearman=base, seed_a=k, seed_b=k),
+                 dict(comparison="tied_vs_untied_output", spearman=base + 0.2, seed_a=k, seed_b=k)]
+    e = pd.DataFrame(rows)
+    assert C._similarity_allowance(e)[0] == pytest.approx(0.0, abs=1e-12)
+    extra = pd.concat([e, pd.DataFrame([dict(comparison="untied_input_vs_output", spearman=0.1, seed_a=1, seed_b=1)] * 4)])
+    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=extra))
+    assert v.evidence.endswith("(mean over 3 seed pairs)") and v.effects[0].seeds == (3,)

@@ -202,6 +202,22 @@ def test_bad_override_starts_no_job(workflow_dir):
     assert "rule fetch_data" not in out and not (workflow_dir / "results").exists()
 
 
+def test_more_seeds_of_the_cells_do_not_retrain_an_ablation(workflow_dir):
+    """Table 6 with press_wolf.seeds [1, 2]: seeds 1 and 2 of the four cells, the ablation row at its own
+    ablation_seeds (seed 1) only; ablation_seeds [1, 2] adds its seed 2."""
+    def planned(overlay: str) -> list[str]:
+        (workflow_dir / "overlay.yaml").write_text(overlay)
+        out = run_snakemake(["-n", "-p", "--forceall", "results/tables/press_wolf_table6.csv", "--configfile",
+                             "config/config.yaml", "overlay.yaml"], cwd=workflow_dir).stdout
+        return sorted(set(re.findall(r"--out-dir '?results/press_wolf/(\S+?)'? ", out)))
+
+    cells = ["small", "small_pr", "small_wt", "small_wt_pr"]
+    ablation = "small_wt_pr@pr_form=squared@epochs=4"
+    assert planned("press_wolf:\n  seeds: [1, 2]\n") == sorted(
+        [f"{c}/seed{s}" for c in cells for s in (1, 2)] + [f"{ablation}/seed1"])
+    assert f"{ablation}/seed2" in planned("press_wolf:\n  seeds: [1, 2]\n  ablation_seeds: [1, 2]\n")
+
+
 def test_valid_values_in_paths_are_planned(workflow_dir):
     """The checks refuse only what is wrong: in-range values from paths plan as before."""
     targets = [PW.format("small_wt_pr@pr_lambda=0.05@max_batches=null"),

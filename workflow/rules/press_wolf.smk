@@ -39,8 +39,7 @@ rule press_wolf_train:
 
 rule press_wolf_table:
     input:
-        metrics=lambda wc: expand(R(paths.PW_METRICS),
-                                  cell=PW["tables"][wc.table], seed=PW["seeds"]),
+        metrics=lambda wc: press_wolf_runs(PW["tables"][wc.table]),
         paper="paper/reference/press_wolf_{table}.csv",
     output:
         report(R(paths.PW_TABLE), caption="../report/press_wolf_table.rst",

@@ -4,8 +4,15 @@ from replicate.run_checks import check_engine_settings
 
 PW = config["press_wolf"]
 check_cell_lists(PW)  # tables only of trained cells, one spelling per run
-PW_RUNS = expand(R(paths.PW_METRICS), cell=PW["cells"] + PW["ablations"],
-                 seed=PW["seeds"])
+
+
+def press_wolf_runs(cells, path=paths.PW_METRICS):
+    """Each cell's runs: the paper's cells at press_wolf.seeds, an ablation at press_wolf.ablation_seeds."""
+    return [run for cell in cells
+            for run in expand(R(path), cell=cell, seed=PW["seeds"] if cell in PW["cells"] else PW["ablation_seeds"])]
+
+
+PW_RUNS = press_wolf_runs(PW["cells"] + PW["ablations"])
 
 
 def press_wolf_settings(wildcards):
@@ -33,4 +40,4 @@ def press_wolf_targets():
 
 def press_wolf_histories():
     """The per-epoch histories of this configuration's runs (the report's learning curves)."""
-    return expand(R(paths.PW_HISTORY), cell=PW["cells"] + PW["ablations"], seed=PW["seeds"])
+    return press_wolf_runs(PW["cells"] + PW["ablations"], paths.PW_HISTORY)
