@@ -108,9 +108,67 @@ def test_model_loss_and_gradients_equal_under_fast_and_reference_kernels(cfg):
 
 
 def test_unknown_kernel_backend_is_refused_with_the_fix():
-    with pytest.raises(ReplicateError, match="REPLICATE_KERNELS"):
+    with pytest.raises(ReplicateError, match="REPLICATE_KERNELS") as err:
         with kernels.use("fastest"):
             pass
+    assert err.value.fix == "set it to one of fast, reference (or unset it for 'fast')"
+
+
+@pytest.mark.parametrize("grad, name, fused", [(True, "fast", True), (False, "fast", False),
+                                               (True, "reference", False), (False, "reference", False)])
+def test_output_nll_takes_the_fused_kernel_only_for_a_fast_training_step(grad, name, fused):
+    h, w, t = torch.randn(4, 3, dtype=torch.double, requires_grad=True), torch.randn(5, 3, dtype=torch.double), \
+        torch.tensor([0, 1, 2, 4])
+    with kernels.use(name), torch.set_grad_enabled(grad):
+        nll = kernels.output_nll(h, w, None, t)
+    assert (nll.grad_fn is not None and "LinearNLL" in type(nll.grad_fn).__name__) is fused
+
+
+@pytest.mark.parametrize("needs", ["h", "weight", "bias"])
+def test_fused_output_nll_gives_the_gradient_of_whichever_input_needs_one(needs):
+    """A frozen output layer (only h) or a frozen encoder (only the weight or the bias) still gets its gradient."""
+    g = torch.Generator().manual_seed(3)
+    h, w, b = (torch.randn(*s, dtype=torch.double, generator=g) for s in ((6, 4), (7, 4), (7,)))
+    x = {"h": h, "weight": w, "bias": b}[needs].requires_grad_()
+    t = torch.randint(0, 7, (6,), generator=g)
+    (fast,) = torch.autograd.grad(kernels.linear_nll(h, w, b, t), x)
+    (ref,) = torch.autograd.grad(reference.output_nll(h, w, b, t), x)
+    _assert_rel(fast, ref, f"d {needs}")
+
+
+def test_fused_output_nll_is_stable_for_rows_whose_logits_are_far_apart():
+    """Each row is shifted by its own largest logit: one row near 0 and one near 1000 both stay finite (a
+    single shift for the whole batch would underflow the first row's exp to 0 and give an infinite loss)."""
+    h = torch.tensor([[0.0, 1.0], [1000.0, 999.0]], dtype=torch.double, requires_grad=True)
+    w, t = torch.eye(2, dtype=torch.double), torch.tensor([0, 1])
+    fast, ref = kernels.linear_nll(h, w, None, t), reference.output_nll(h, w, None, t)
+    assert torch.isfinite(fast) and torch.isclose(fast, ref, rtol=1e-12)
+
+
+def test_lstm_sequence_without_masks_equals_the_reference():
+    tensors, masks, weights = _layer_case(mask=None, seed=5)
+    for a, b in zip(_run(kernels.lstm_sequence, tensors, masks, weights), _run(reference.lstm_layer, tensors, masks,
+                                                                              weights)):
+        _assert_rel(a, b, "no masks")
+
+
+def test_small_steps_run_on_one_thread_and_the_thread_count_comes_back():
+    """Below SERIAL_STEP_MACS the time loop runs on one thread; the caller's thread count is restored after
+    the forward and the backward pass of the fused kernel, and large steps keep every thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with kernels._step_threads(20, 200):  # 20 * 4 * 200 * 200 = 3.2 M multiply-adds
+            assert torch.get_num_threads() == 1
+        with kernels._step_threads(20, 650):  # 33.8 M
+            assert torch.get_num_threads() == 2
+        tensors, masks, weights = _layer_case(mask="recurrent", seed=2)
+        fast = _run(kernels.lstm_sequence, tensors, masks, weights)
+        assert torch.get_num_threads() == 2
+        for a, b in zip(fast, _run(reference.lstm_layer, tensors, masks, weights)):
+            _assert_rel(a, b, "two threads")
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("masks", ["per_gate_h_only", "per_gate_x_only", "shared_h_with_per_gate_x"])

@@ -152,6 +152,39 @@ def test_nan_in_a_later_epoch_keeps_the_last_good_checkpoint_and_names_it(tmp_pa
     assert all(bool(torch.isfinite(t).all()) for t in state["model"].values())
 
 
+class _Stopped(Exception):
+    """Stands in for a kill between two training steps."""
+
+
+def test_a_run_stopped_mid_epoch_resumes_bit_identically(tmp_path):
+    """Variational dropout (the RNG) and the hidden state carried across windows both matter: a run stopped at
+    step 25 (epoch 2, checkpoint every batch) and finished by a new Trainer, whose weights and RNG are changed
+    before it resumes, ends with the same weights and history as a run that never stopped."""
+    bd = {"dropout": "variational", "dropout_word": 0.2, "dropout_input": 0.4, "dropout_hidden": 0.3,
+          "dropout_output": 0.4}
+    train_kw = {"epochs": 2, "checkpoint_minutes": 0}
+    whole = _trainer(bd, train_kw, run_dir=tmp_path / "whole")
+    whole_metrics = whole.run()
+
+    def stop(info):
+        if info.step == 25:
+            raise _Stopped
+    with pytest.raises(_Stopped):
+        _trainer(bd, train_kw, run_dir=tmp_path / "cut", on_step=stop).run()
+    resumed = _trainer(bd, train_kw, run_dir=tmp_path / "cut")
+    with torch.no_grad():
+        for p in resumed.model.parameters():
+            p.add_(1.0)
+    torch.manual_seed(12345)
+    metrics = resumed.run()
+    assert resumed.step == whole.step == 2 * whole.batches and whole.batches < 25 < 2 * whole.batches
+    for (name, a), b in zip(whole.model.named_parameters(), resumed.model.parameters()):
+        assert torch.equal(a, b), name
+    untimed = lambda h: [{k: v for k, v in r.items() if "second" not in k and k != "tokens_per_s"} for r in h]  # noqa: E731
+    assert untimed(metrics["history"]) == untimed(whole_metrics["history"])
+    assert (metrics["valid_ppl"], metrics["test_ppl"]) == (whole_metrics["valid_ppl"], whole_metrics["test_ppl"])
+
+
 def test_non_finite_weights_are_never_saved(tmp_path):
     tr = _trainer(run_dir=tmp_path, name="r")
     with torch.no_grad():
