@@ -202,6 +202,33 @@ def test_non_finite_evaluation_stops_the_run_instead_of_reporting_nan():
         tr.evaluate(tr.valid)
 
 
+def test_a_fault_after_the_last_epoch_is_named_as_the_final_evaluation(tmp_path):
+    """Where: the final evaluation, not an epoch past the last; what is kept: nothing without a run folder, else
+    the checkpoint's path; the fix names the settings to change."""
+    for run_dir, kept in ((None, "no checkpoint was written"), (tmp_path, f"the last good checkpoint is kept: "
+                                                                           f"{tmp_path / 'checkpoint.pt'}")):
+        tr = _trainer(run_dir=run_dir)
+        tr.run()
+        with pytest.raises(ReplicateError) as err:
+            tr._fault("x")
+        assert f"in the final evaluation (lr 1, clip 5); {kept}; no result is written" in err.value.cause
+        assert "epoch" not in err.value.cause
+        assert err.value.fix == ("lower the learning rate or the clip value, or check the data; a rerun with the same "
+                                 "settings resumes from the kept checkpoint, other settings start a new run folder")
+
+
+def test_final_metrics_read_each_split_at_its_own_batch_size():
+    """train_ppl is the last epoch's running value; clean train and valid use valid_batch_size streams, test
+    eval_batch_size (here 4 and 1, which give different numbers); before any epoch there is no train ppl."""
+    tr = _trainer(train_kw={"valid_batch_size": 4})
+    assert tr.final_metrics()["train_ppl"] is None
+    m = tr.run()
+    assert m["epochs_completed"] == 1 and m["train_ppl"] == m["history"][-1]["train_ppl"]
+    assert m["train_clean_ppl"] == tr.evaluate(tr.train_tokens, batch_size=4)
+    assert m["valid_ppl"] == tr.evaluate(tr.valid, batch_size=4) != tr.evaluate(tr.valid)
+    assert m["test_ppl"] == tr.evaluate(tr.test)
+
+
 def test_a_diverging_loss_logs_inf_perplexity_instead_of_crashing():
     from replicate.lstm.train import perplexity
     assert perplexity(800.0) == math.inf and perplexity(math.log(50)) == pytest.approx(50)
