@@ -152,6 +152,7 @@ def test_lstm_sequence_without_masks_equals_the_reference():
         _assert_rel(a, b, "no masks")
 
 
+@pytest.mark.threads
 def test_small_steps_run_on_one_thread_and_the_thread_count_comes_back():
     """Below SERIAL_STEP_MACS the time loop runs on one thread; the caller's thread count is restored after
     the forward and the backward pass of the fused kernel, and large steps keep every thread."""
