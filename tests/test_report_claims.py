@@ -29,9 +29,12 @@ def pw5(large, wt, bd, bdwt):
     return pd.DataFrame(rows)
 
 
+def verdict(claim_id, results, tol=None):
+    return next(c for c in C.CLAIMS if c.id == claim_id).evaluate(results, tol)
+
+
 def status(claim_id, results, tol=None):
-    claim = next(c for c in C.CLAIMS if c.id == claim_id)
-    return claim.evaluate(results, tol).status
+    return verdict(claim_id, results, tol).status
 
 
 def test_every_claim_not_run_on_empty_results():
@@ -227,14 +230,14 @@ def test_scale_study_claims_flip():
 
 
 def test_verdict_evidence_names_the_numbers():
-    v = next(c for c in C.CLAIMS if c.id == "pw_small_tying").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_small_tying", Results(pw_table6=PAPER_LIKE_6))
     assert "120.70" in v.evidence and "117.50" in v.evidence
 
 
 def test_scale_trend_needs_two_standard_errors():
     noisy = pd.DataFrame({"train_tokens": [1e5, 1e5, 1e6, 1e6], "gain": [5.0, -5.0, 4.0, -4.5],
                           "rel_gain": [0.05, -0.05, 0.04, -0.045], "protocol": "smoke"})
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=noisy))
+    v = verdict("scale_data_gain", Results(scale_data=noisy))
     assert v.status == C.INCONCLUSIVE and "within 2 s.e." in v.evidence
 
 
@@ -374,24 +377,23 @@ def test_embedding_share_trend_is_spearman_and_strict():
     """A rank correlation: one huge model with a middling share makes Pearson's r negative while the ranks
     say the share rises (rho 0.2: does not hold); rho exactly 0 does not hold either."""
     f = pd.DataFrame({"model": list("abcd"), "total_params": [1, 2, 3, 100], "embedding_share": [0.1, 0.5, 0.4, 0.3]})
-    v = next(c for c in C.CLAIMS if c.id == "scale_share").evaluate(Results(families=f))
+    v = verdict("scale_share", Results(families=f))
     assert v.status == C.FAILS and "Spearman ρ(total parameters, embedding share) = 0.20 over 4 models" in v.evidence
     assert "a: 10.0%" in v.evidence and "d: 30.0%" in v.evidence
     f["embedding_share"] = [0.2, 0.4, 0.1, 0.3]  # ranks 2, 4, 1, 3 against 1, 2, 3, 4: rho 0
     assert f["total_params"].corr(f["embedding_share"], method="spearman") == pytest.approx(0.0, abs=1e-12)
     assert status("scale_share", Results(families=f)) == C.FAILS
-    assert "needs at least 3 models" in next(c for c in C.CLAIMS if c.id == "scale_share").evaluate(
-        Results(families=f.head(2))).evidence
+    assert "needs at least 3 models" in verdict("scale_share", Results(families=f.head(2))).evidence
 
 
 def test_model_share_trend_runs_on_two_sizes_and_names_them():
     rows = [dict(hidden=h, seed=s, embedding_share=share, rel_gain=g + 0.002 * s, protocol="reduced")
             for h, share, g in ((200, 0.57, 0.10), (650, 0.28, 0.02)) for s in range(3)]
-    v = next(c for c in C.CLAIMS if c.id == "scale_model_share").evaluate(Results(scale_model=pd.DataFrame(rows)))
+    v = verdict("scale_model_share", Results(scale_model=pd.DataFrame(rows)))
     assert v.status == C.HOLDS and "relative tying gain vs embedding share of parameters over 6" in v.evidence
-    gone = next(c for c in C.CLAIMS if c.id == "scale_model_share").evaluate(Results())
+    gone = verdict("scale_model_share", Results())
     assert gone.status == NOT_RUN and "needs at least two hidden sizes" in gone.evidence
-    gone = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results())
+    gone = verdict("emb_tied_output", Results())
     assert "embedding-similarity analysis not produced" in gone.evidence
 
 
@@ -418,7 +420,7 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     assert two[2] == "one pair"
     assert C._similarity_allowance(_similarity({(1, 1): 0.1, (1, 2): 0.3})) == (None, "one seed of the tied model", "")
     assert C._similarity_allowance(e.drop(columns=["seed_b"])) == (None, "seed pairs not recorded", "")
-    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=e))
+    v = verdict("emb_tied_output", Results(embedding_similarity=e))
     (effect,) = v.effects
     assert effect.ours == pytest.approx(0.2) and effect.allowance == pytest.approx(allow)
     assert (effect.what, effect.paper, effect.unit, effect.seeds, effect.noise, effect.flag) == (
@@ -426,11 +428,10 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     assert v.status == C.HOLDS and v.evidence == ("similarity of the tied embedding to the untied output embedding "
                                                   "0.500 vs to the untied input embedding 0.300 (mean over 3 seed pairs)")
     two_pairs = _similarity({(1, 1): 0.1, (2, 2): 0.3})
-    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=two_pairs))
+    v = verdict("emb_tied_output", Results(embedding_similarity=two_pairs))
     assert v.effects[0].flag == "one pair" and v.effects[0].seeds == (2,)
     same = _similarity({(1, 1): 0.0, (2, 2): 0.0})  # equal similarity is no "closer to the output embedding"
-    assert next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(
-        Results(embedding_similarity=same)).status != C.HOLDS
+    assert verdict("emb_tied_output", Results(embedding_similarity=same)).status != C.HOLDS
 
 
 def test_evaluate_all_passes_the_tolerances_on():
@@ -478,7 +479,7 @@ def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_
     beside the paper's difference from the table's paper columns, and the four numbers in the evidence."""
     t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
     t["paper_train_ppl"], t["paper_valid_ppl"] = [40.0, 50.0, 1.0, 1.0], [84.0, 79.0, 1.0, 1.0]
-    v = next(c for c in C.CLAIMS if c.id == "pw_regulariser").evaluate(Results(pw_table5=t))
+    v = verdict("pw_regulariser", Results(pw_table5=t))
     train, valid = v.effects
     assert (train.what, train.unit, train.seeds) == ("train ppl, large + WT − large", "ppl", (1, 1))
     assert train.ours == pytest.approx(48.5 - 37.8) and train.paper == pytest.approx(10.0)
@@ -500,16 +501,16 @@ def test_scale_data_claim_reads_the_no_dropout_level_and_names_its_numbers():
     rows += [dict(train_tokens=1e6, seed=3, dropout=0.3, rel_gain=0.9, gain=50.0, epochs=2, protocol="reduced"),
              dict(train_tokens=1e6, seed=3, dropout=0.0, rel_gain=math.nan, gain=1.0, epochs=2, protocol="reduced")]
     s = pd.DataFrame(rows).assign(untied_stop="patience")  # early-stopped: lengths are the runs' own
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=s))
+    v = verdict("scale_data_gain", Results(scale_data=s))
     assert v.status == C.HOLDS, v.evidence
     assert v.evidence.startswith("relative tying gain vs log10(training tokens) over 6 (size, seed) pairs: slope -0.1 (")
     assert "beyond 2 s.e." in v.evidence
     assert "mean gain (valid ppl untied − tied) 5.00 at 10,000 tokens → 1.00 at 1,000,000" in v.evidence
     fixed = s.drop(columns="untied_stop")
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=fixed))
+    v = verdict("scale_data_gain", Results(scale_data=fixed))
     assert v.status == C.INCONCLUSIVE and "epochs fall as data grows (20/8/2 from the smallest" in v.scope
     absolute = fixed.drop(columns=["rel_gain", "epochs"])
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=absolute))
+    v = verdict("scale_data_gain", Results(scale_data=absolute))
     assert v.evidence.startswith("tying gain vs log10(training tokens) over 7 (size, seed) pairs: slope -2 (")
     assert v.status == C.HOLDS
     one_size = s[s["train_tokens"] == 1e6]
@@ -572,7 +573,7 @@ def test_table6_train_claims_name_the_change_in_the_claimed_direction(claim_id, 
     """The effect is signed so that the claimed direction is positive (WT lowers, PR raises train ppl), beside the
     paper's difference from its own columns; the evidence names both numbers and the cell."""
     t = PAPER_LIKE_6.assign(paper_train_ppl=[40.0, 36.0, 52.0, 53.5])
-    v = next(c for c in C.CLAIMS if c.id == claim_id).evaluate(Results(pw_table6=t))
+    v = verdict(claim_id, Results(pw_table6=t))
     (effect,) = v.effects
     assert v.status == C.HOLDS and (effect.what, effect.unit, effect.seeds) == (what, "ppl", (1, 1))
     assert effect.ours == pytest.approx(ours) and effect.paper == pytest.approx(paper)
@@ -665,13 +666,13 @@ def test_scope_is_empty_when_every_claimed_part_ran():
     assert C._scope(["medium", "large"], ("medium", "large"), "sizes") == ""
     assert C._scope(["large", "medium", "small"], ("medium", "large"), "sizes") == ""
     assert C._scope([], ("small",), "sizes") == "ran none only of the claimed sizes small"
-    v = next(c for c in C.CLAIMS if c.id == "pw_small_tying").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_small_tying", Results(pw_table6=PAPER_LIKE_6))
     assert v.scope == ""
 
 
 def test_table5_tying_names_each_pair_and_its_effects():
     t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
-    v = next(c for c in C.CLAIMS if c.id == "pw_large_tying").evaluate(Results(pw_table5=t))
+    v = verdict("pw_large_tying", Results(pw_table5=t))
     assert v.evidence == ("large → large + WT: valid 82.20 → 77.70, test 78.40 → 74.30; "
                           "large + BD + WD → large + BD + WT: valid 78.10 → 75.80, test 75.20 → 73.20")
     assert [e.what for e in v.effects] == [
@@ -681,7 +682,7 @@ def test_table5_tying_names_each_pair_and_its_effects():
 
 def test_wt_pr_best_compares_with_the_best_other_cell():
     """PAPER_LIKE_6: the best of the other three in valid is small + PR (116.0), not the first name or WT + PR."""
-    v = next(c for c in C.CLAIMS if c.id == "pw_wtpr_best").evaluate(Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_wtpr_best", Results(pw_table6=PAPER_LIKE_6))
     assert v.evidence == "lowest valid: small + WT + PR (104.90); lowest test: small + WT + PR (100.90)"
     valid, test = v.effects
     assert valid.what == "valid ppl, small + PR (best other) − small + WT + PR" and test.what.startswith("test ppl")
@@ -707,7 +708,7 @@ def test_wt_pr_best_compares_with_the_best_other_cell():
 ])
 def test_a_claim_not_run_says_what_it_needs(claim_id, reason):
     """The report prints this reason in the claim's row: it names the table or points the check needs."""
-    v = next(c for c in C.CLAIMS if c.id == claim_id).evaluate(Results())
+    v = verdict(claim_id, Results())
     assert (v.status, v.evidence) == (NOT_RUN, reason)
 
 
@@ -739,14 +740,14 @@ def test_inan_claims_read_ptb_rows_only_and_tables_without_a_dataset_column():
         r = Results(inan_table1=table)
         for cid in ("inan_al_vd", "inan_al_small", "inan_re_large", "inan_real_best"):
             assert status(cid, r) == C.HOLDS, (cid, list(table.columns))
-    v = next(c for c in C.CLAIMS if c.id == "inan_al_small").evaluate(Results(inan_table1=both))
+    v = verdict("inan_al_small", Results(inan_table1=both))
     assert v.evidence == "small valid: +AL 86.30 vs +RE 89.90"
 
 
 def test_inan_beats_vd_names_both_splits_from_their_own_columns():
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}})
     t.loc[t["model"] == "+AL", "test_ppl"] = 80.0  # test: 88.6 -> 80.0, valid: 92.6 -> 86.3
-    v = next(c for c in C.CLAIMS if c.id == "inan_al_vd").evaluate(Results(inan_table1=t))
+    v = verdict("inan_al_vd", Results(inan_table1=t))
     assert v.evidence == "small valid: VD-LSTM 92.60 → +AL 86.30; test 88.60 → 80.00"
     valid, test = v.effects
     assert (valid.what, test.what) == ("small valid ppl, VD-LSTM − +AL", "small test ppl, VD-LSTM − +AL")
@@ -755,7 +756,7 @@ def test_inan_beats_vd_names_both_splits_from_their_own_columns():
 
 def test_re_beats_al_is_strict_and_names_every_size():
     t = inan({"medium": {"+AL": 77.4, "+RE": 77.1}, "large": {"+AL": 74.5, "+RE": 72.5}})
-    v = next(c for c in C.CLAIMS if c.id == "inan_re_large").evaluate(Results(inan_table1=t))
+    v = verdict("inan_re_large", Results(inan_table1=t))
     assert v.evidence == "medium valid: +RE 77.10 vs +AL 77.40; large valid: +RE 72.50 vs +AL 74.50"
     t.loc[(t["size"] == "large") & (t["model"] == "+RE"), "valid_ppl"] = 74.5  # a tie is no win
     assert status("inan_re_large", Results(inan_table1=t)) == C.FAILS
@@ -765,10 +766,10 @@ def test_real_best_reads_every_size_and_rows_without_a_paper_number():
     """A size without +REAL before one with it is skipped, not the end; a row with no paper number still counts."""
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}, "medium": {"+AL": 77.4, "+REAL": 75.7}})
     t["paper_valid_ppl"] = [92.6, None, 77.4, 75.7]
-    v = next(c for c in C.CLAIMS if c.id == "inan_real_best").evaluate(Results(inan_table1=t))
+    v = verdict("inan_real_best", Results(inan_table1=t))
     assert v.status == C.HOLDS and v.evidence == "medium: +REAL 75.70 vs best other +AL 77.40 (tie allowed: 1 ppl)"
     t.loc[t["model"] == "+AL", "paper_valid_ppl"] = None  # the best other has no paper number: still compared
-    v = next(c for c in C.CLAIMS if c.id == "inan_real_best").evaluate(Results(inan_table1=t))
+    v = verdict("inan_real_best", Results(inan_table1=t))
     assert "best other +AL 77.40" in v.evidence
 
 
@@ -819,15 +820,13 @@ def test_distance_lower_at_larger_tau_compares_the_smallest_and_largest_tau():
     b = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, n_seeds=n, distance_std=sd)
                       for t, d, n, sd in ((2, 0.4, 3, 0.01), (10, 0.5, 9, 0.5), (20, 0.1, 4, 0.02))])
     readings = pd.DataFrame([{"reading": "r", "rapid_in_beta": True, "lower_at_larger_tau": True}])
-    v = next(c for c in C.CLAIMS if c.id == "inan_subspace_tau").evaluate(
-        Results(inan_figure1=b, raw={"inan_subspace_readings": readings}))
+    v = verdict("inan_subspace_tau", Results(inan_figure1=b, raw={"inan_subspace_readings": readings}))
     assert v.evidence.startswith("distance 0.400 at τ = 2 → 0.100 at τ = 20 (β = 1)")
     (gap,) = v.effects
     assert gap.seeds == (3, 4) and gap.ours == pytest.approx(0.3)
     assert gap.allowance == pytest.approx(2.570582 * math.sqrt(0.01 ** 2 / 3 + 0.02 ** 2 / 4), rel=1e-6)  # t(5)
     assert v.scope == "1 of 1 readings have the paper's shape"
-    v = next(c for c in C.CLAIMS if c.id == "inan_subspace_tau").evaluate(
-        Results(inan_figure1=b.drop(columns="n_seeds")))
+    v = verdict("inan_subspace_tau", Results(inan_figure1=b.drop(columns="n_seeds")))
     assert v.effects[0].seeds == (1, 1) and v.effects[0].allowance is None
 
 
@@ -859,7 +858,7 @@ def test_initial_loss_claims_read_only_their_own_rows_and_their_tolerance_bound_
 def test_rescale_evidence_names_log_n_of_the_first_row():
     rows = [_il_row(branches="zero", tied=True, rescale=True, d=d, n=n, loss_mean=math.log(n), reference_loss=0.0)
             for d, n in ((128, 32000), (256, 50000))]
-    v = next(c for c in C.CLAIMS if c.id == "il_rescale").evaluate(Results(initial_loss=pd.DataFrame(rows)))
+    v = verdict("il_rescale", Results(initial_loss=pd.DataFrame(rows)))
     assert "(log n = 10.37; tolerance 0.1 nats)" in v.evidence
 
 
@@ -868,10 +867,10 @@ def test_data_scale_claim_drops_rows_without_a_gain_only_and_its_confound_needs_
     rows = [dict(train_tokens=t, seed=s, dropout=0.0, gain=g + 0.01 * s, epochs=5, note=None if s == 1 else "x")
             for t, g in ((1e4, 5.0), (1e5, 3.0), (1e6, 1.0)) for s in (1, 2)]
     s = pd.DataFrame(rows)
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=s))
+    v = verdict("scale_data_gain", Results(scale_data=s))
     assert v.status == C.HOLDS and "over 6 (size, seed) pairs" in v.evidence and v.scope == ""  # equal lengths
     two = s[s["train_tokens"] < 1e6].assign(epochs=lambda f: f["train_tokens"].map({1e4: 20, 1e5: 8}))
-    v = next(c for c in C.CLAIMS if c.id == "scale_data_gain").evaluate(Results(scale_data=two))
+    v = verdict("scale_data_gain", Results(scale_data=two))
     assert v.status == C.INCONCLUSIVE and v.scope == (
         "epochs fall as data grows (20/8 from the smallest to the largest data size), so data size and training "
         "length are confounded: not testable as run")
@@ -887,5 +886,5 @@ def test_similarity_effect_is_the_spread_of_the_paired_difference_and_counts_onl
     e = pd.DataFrame(rows)
     assert C._similarity_allowance(e)[0] == pytest.approx(0.0, abs=1e-12)
     extra = pd.concat([e, pd.DataFrame([dict(comparison="untied_input_vs_output", spearman=0.1, seed_a=1, seed_b=1)] * 4)])
-    v = next(c for c in C.CLAIMS if c.id == "emb_tied_output").evaluate(Results(embedding_similarity=extra))
+    v = verdict("emb_tied_output", Results(embedding_similarity=extra))
     assert v.evidence.endswith("(mean over 3 seed pairs)") and v.effects[0].seeds == (3,)
