@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from replicate.errors import ReplicateError
-from replicate.inan.losses import augmented_loss, augmented_loss_transcription, soft_targets_log
+from replicate.inan.losses import augmented_loss, augmented_loss_transcription, soft_targets_log, target_embedding
 from replicate.inan.soft_target import summarise, word_stats
 from replicate.inan.train import AugmentedLoss, run_settings
+from replicate.lstm import kernels
 
 
 def test_the_fixed_norm_makes_the_soft_target_depend_on_directions_only():
@@ -25,6 +26,18 @@ def test_the_fixed_norm_makes_the_soft_target_depend_on_directions_only():
     # by hand: logits r^2 cos(E[t], E[v]) / tau
     unit = emb / emb.norm(dim=1, keepdim=True)
     torch.testing.assert_close(same, torch.log_softmax(9.0 * unit @ unit.t() / 2.0, dim=-1))
+
+
+@pytest.mark.parametrize("norm", [0.0, -1.0])
+def test_a_norm_that_is_not_positive_is_refused(norm):
+    with pytest.raises(ValueError, match=f"target_norm must be > 0 or None, got {norm}"):
+        target_embedding(torch.ones(3, 2), norm)
+
+
+def test_any_positive_norm_rescales_every_row_to_it():
+    emb = torch.tensor([[3.0, 4.0], [0.0, 0.5], [0.0, 0.0]])
+    torch.testing.assert_close(target_embedding(emb, 0.5), torch.tensor([[0.3, 0.4], [0.0, 0.5], [0.0, 0.0]]))
+    assert target_embedding(emb, None) is emb
 
 
 def test_orthogonal_words_have_the_closed_form_mass_whatever_their_norms():
@@ -66,6 +79,28 @@ def test_value_and_gradients_match_the_transcription_and_leave_the_embedding_alo
     else:
         assert g_fast[1] is None and g_ref[1] is None
     assert torch.equal(emb.detach(), before)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("target_norm, grad", [(None, False), (4.0, False), (4.0, True)])
+def test_the_reference_backend_gives_the_fast_paths_loss_and_gradients(reduction, target_norm, grad):
+    """REPLICATE_KERNELS=reference swaps in the per-token transcription: the same loss, reduced the same way,
+    with the knob and the soft target's gradient passed on (once dropped: the reference path ignored the norm)."""
+    torch.manual_seed(3)
+    emb = torch.randn(11, 4, dtype=torch.float64, requires_grad=True)
+    logits = torch.randn(3, 3, 11, dtype=torch.float64, requires_grad=True)
+    targets = torch.tensor([[1, 1, 3], [5, 5, 0], [0, 10, 3]])
+    out = {}
+    for name in ("fast", "reference"):
+        with kernels.use(name):
+            loss = augmented_loss(logits, targets, emb, 2.0, soft_target_grad=grad, reduction=reduction,
+                                  target_norm=target_norm)
+        grads = torch.autograd.grad(loss.sum(), (logits, emb), allow_unused=True)
+        out[name] = (loss, *grads)
+    assert out["reference"][0].shape == (torch.Size([3, 3]) if reduction == "none" else torch.Size([]))
+    for f, r in zip(out["fast"], out["reference"]):
+        torch.testing.assert_close(r, f)
+    assert (out["reference"][2] is not None) == grad
 
 
 def test_the_knob_is_part_of_the_loss_state_and_reaches_it_from_the_config():

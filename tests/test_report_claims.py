@@ -646,15 +646,15 @@ def _press_wolf_pool(valid: tuple[float, float], test: tuple[float, float]) -> d
 
 def test_an_effect_uses_its_own_splits_noise_its_rows_seeds_and_the_papers_columns():
     """valid (100, 102): relative sd sqrt(2)/101; test (100, 110): sqrt(2)·5/105; t(0.975, 1) = 12.7062. The
-    small row has 3 seeds, small + WT one: allowance = t · sd · level · sqrt(1/3 + 1/1)."""
-    t = PAPER_LIKE_6.assign(n_seeds=[3, 1, 1, 1], paper_valid_ppl=[121.0, 118.0, None, None])
+    small row has 3 seeds, small + WT two: allowance = t · sd · level · sqrt(1/3 + 1/2)."""
+    t = PAPER_LIKE_6.assign(n_seeds=[3, 2, 1, 1], paper_valid_ppl=[121.0, 118.0, None, None])
     r = Results(pw_table6=t, pools=_press_wolf_pool((100.0, 102.0), (100.0, 110.0)))
     valid, test = C._both(r, t, "small", "small_wt", "x", C.PW_NOISE)
     t1 = 12.706204736174698
-    assert (valid.what, test.what, valid.seeds, test.flag) == ("valid ppl, x", "test ppl, x", (3, 1), "one pair")
+    assert (valid.what, test.what, valid.seeds, test.flag) == ("valid ppl, x", "test ppl, x", (3, 2), "one pair")
     assert valid.ours == pytest.approx(120.7 - 117.5) and test.ours == pytest.approx(114.5 - 112.4)
-    assert valid.allowance == pytest.approx(t1 * math.sqrt(2) / 101 * (120.7 + 117.5) / 2 * math.sqrt(4 / 3))
-    assert test.allowance == pytest.approx(t1 * math.sqrt(2) * 5 / 105 * (114.5 + 112.4) / 2 * math.sqrt(4 / 3))
+    assert valid.allowance == pytest.approx(t1 * math.sqrt(2) / 101 * (120.7 + 117.5) / 2 * math.sqrt(5 / 6))
+    assert test.allowance == pytest.approx(t1 * math.sqrt(2) * 5 / 105 * (114.5 + 112.4) / 2 * math.sqrt(5 / 6))
     assert valid.paper == pytest.approx(3.0) and test.paper is None  # the paper's test numbers are not in the table
     one_paper = t.assign(paper_valid_ppl=[121.0, None, None, None])
     assert C._diff(r, one_paper, "small", "small_wt", "x", C.PW_NOISE).paper is None

@@ -39,6 +39,34 @@ def test_verdict_rule_each_outcome():
     assert j(C.INCONCLUSIVE) == C.INCONCLUSIVE and j(NOT_RUN, e(3.2, 4.39, 1.0)) == NOT_RUN
 
 
+def test_each_verdict_says_why_in_the_words_the_report_prints():
+    """The reason beside a verdict names the effect, our number ± its allowance against the paper's, and the
+    rule's clause that decided it."""
+    e = lambda paper, ours, allowance=None, **kw: E.Effect("valid ppl, a − b", paper, ours, **(  # noqa: E731
+        dict(allowance=allowance) | kw))
+    assert E.judge(NOT_RUN, [e(3.2, 4.39, 1.0)]) == (NOT_RUN, "")
+    assert E.judge(C.HOLDS, [e(3.2, None, 1.0)]) == (C.INCONCLUSIVE, "valid ppl, a − b: not measured")
+    assert E.judge(C.HOLDS, [e(1.6, -2.0, 1.35)]) == (
+        C.FAILS, "valid ppl, a − b -2 ppl ± 1.35 against the paper's 1.6 ppl: outside the noise, the other way")
+    assert E.judge(C.HOLDS, [e(3.2, 4.39)]) == (C.INCONCLUSIVE, "valid ppl, a − b: seed noise not measured (one seed)")
+    assert E.judge(C.HOLDS, [e(3.2, 4.39, noise="no repeated run")]) == (
+        C.INCONCLUSIVE, "valid ppl, a − b: seed noise not measured (no repeated run)")
+    assert E.judge(C.HOLDS, [e(None, 0.12, 0.9)]) == (C.INCONCLUSIVE, "valid ppl, a − b 0.12 ppl ± 0.9: within the noise")
+    assert E.judge(C.FAILS, [e(3.2, 4.39, 1.0)]) == (C.FAILS, "its own check fails")
+    assert E.judge(C.HOLDS, [e(6.3, 1.37, 0.9)]) == (
+        C.FAILS, "valid ppl, a − b 1.37 ppl ± 0.9 against the paper's 6.3 ppl: under half")
+    assert E.judge(C.HOLDS, [e(0.06, 0.151, unit="", level=True)]) == (
+        C.FAILS, "valid ppl, a − b 0.151 against the paper's 0.06: more than 2× off")
+    assert E.judge(C.HOLDS, [e(3.2, 4.39, 1.0)]) == (C.HOLDS, "")
+
+
+@pytest.mark.parametrize("paper, verdict", [(0.0, C.HOLDS), (float("inf"), C.HOLDS), (float("nan"), C.HOLDS),
+                                            (1.0, C.FAILS), (0.5, C.HOLDS)])
+def test_a_paper_effect_of_zero_or_not_finite_sets_no_size_to_reach(paper, verdict):
+    """0.3 ± 0.1 beyond the noise: short of half a paper effect of 1, but no size test against 0, inf or nan."""
+    assert _judged(paper, 0.3, 0.1) == verdict
+
+
 def _judged(paper, ours, allowance=None, level=False, check=C.HOLDS) -> str:
     return E.judge(check, [E.Effect("x", paper, ours, allowance=allowance, level=level)])[0]
 

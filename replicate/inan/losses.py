@@ -99,7 +99,7 @@ def augmented_loss(logits: torch.Tensor, targets: torch.Tensor, embedding: torch
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     if kernels.backend() == "reference":  # REPLICATE_KERNELS=reference: the per-token transcription
-        per_token = augmented_loss_transcription(logits, targets, embedding, tau, soft_target_grad)
+        per_token = augmented_loss_transcription(logits, targets, embedding, tau, soft_target_grad, target_norm)
         return {"none": per_token, "sum": per_token.sum(), "mean": per_token.mean()}[reduction]
     vocab = logits.shape[-1]
     if embedding.shape[0] != vocab:
