@@ -21,11 +21,12 @@ def _data(n, seed=0):
     return torch.randint(0, V, (n,), generator=torch.Generator().manual_seed(seed))
 
 
-def _trainer(model_kw=None, train_kw=None, **kw):
+def _trainer(model_kw=None, train_kw=None, cls=Trainer, train=None, **kw):
     torch.manual_seed(0)
     model = LSTMLM(ModelConfig(vocab_size=V, hidden_size=8, **(model_kw or {}))).double()
     cfg = TrainConfig(**{"batch_size": 4, "bptt": 5, "epochs": 1, "log_every": 10**6, **(train_kw or {})})
-    return Trainer(model, cfg, _data(400), _data(120, 1), _data(120, 2), log=lambda s: None, **kw)
+    train = _data(400) if train is None else train
+    return cls(model, cfg, train, _data(120, 1), _data(120, 2), **{"log": lambda s: None, **kw})
 
 
 @pytest.mark.parametrize("size, expected", [
@@ -134,6 +135,32 @@ def test_nan_loss_stops_with_run_epoch_and_batch(tmp_path):
         tr.run()
     msg = str(err.value)
     assert "small_wt/seed9" in msg and "epoch 1" in msg and "batch 3/" in msg and "checkpoint" in msg
+    assert "non-finite training loss (nan) at epoch 1, batch 3/" in msg
+
+
+class _InfGrad(torch.autograd.Function):
+    """Zero in value, an infinite gradient: a finite loss whose gradient norm is not finite."""
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x * 0).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.full_like(ctx.saved_tensors[0], math.inf)
+
+
+def test_a_non_finite_gradient_norm_stops_the_run_and_says_so():
+    tr = _trainer(extra_loss=lambda logits, targets, features, model: _InfGrad.apply(features), name="r")
+    with pytest.raises(ReplicateError, match=r"^run r: non-finite gradient norm at epoch 1, batch 1/19 "):
+        tr.run()
+
+
+def test_training_data_shorter_than_one_window_is_refused_with_the_fix():
+    with pytest.raises(ReplicateError) as err:
+        _trainer(train=_data(20), name="r")  # 5 rows of 4 streams: no window of bptt 5 plus its targets
+    assert str(err.value).startswith("run r: training data too short for one window of 5 x 4 tokens")
+    assert err.value.fix == "use more training tokens or a smaller bptt"
 
 
 def test_nan_in_a_later_epoch_keeps_the_last_good_checkpoint_and_names_it(tmp_path):
@@ -232,6 +259,143 @@ def test_final_metrics_read_each_split_at_its_own_batch_size():
 def test_a_diverging_loss_logs_inf_perplexity_instead_of_crashing():
     from replicate.lstm.train import perplexity
     assert perplexity(800.0) == math.inf and perplexity(math.log(50)) == pytest.approx(50)
+    assert perplexity(709.9) == math.inf and perplexity(708.9) < math.inf  # exp overflows from 709.78 on
+
+
+@pytest.mark.parametrize("seconds, shown", [(0, "0h00m00s"), (-5.0, "0h00m00s"), (59.9, "0h00m59s"),
+                                            (3725.9, "1h02m05s"), (360000, "100h00m00s")])
+def test_eta_as_shown(seconds, shown):
+    from replicate.lstm.train import _fmt_time
+    assert _fmt_time(seconds) == shown
+
+
+def test_seeding_sets_pythons_numpys_and_torchs_generators():
+    import random
+
+    import numpy as np
+
+    from replicate.lstm.train import seed_everything
+    draws = []
+    for seed in (3, 3, 4):
+        seed_everything(seed)
+        draws.append((random.random(), float(np.random.rand()), float(torch.rand(()))))
+    assert draws[0] == draws[1] and all(a != b for a, b in zip(draws[1], draws[2]))
+
+
+class _Spy(Trainer):
+    """A Trainer that keeps each step's mean NLL and counts its checkpoint saves."""
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.nlls, self.saves = [], 0
+
+    def _loss(self, inputs, targets):
+        loss, nll = super()._loss(inputs, targets)
+        self.nlls.append(float(nll))
+        return loss, nll
+
+    def save_checkpoint(self):
+        self.saves += 1
+        super().save_checkpoint()
+
+
+def test_each_epochs_record_is_its_mean_training_nll_its_speed_and_its_valid_ppl(tmp_path):
+    """train ppl = exp(mean step NLL of that epoch), tok/s = its tokens over its training seconds, valid ppl at
+    valid_batch_size; a progress line every log_every batches and at the last; the lr of each epoch's schedule."""
+    import time
+    lines = []
+    t0 = time.perf_counter()
+    tr = _trainer(train_kw={"epochs": 3, "max_epoch": 1, "valid_batch_size": 3, "log_every": 4}, cls=_Spy,
+                  log=lines.append, run_dir=tmp_path)
+    metrics = tr.run()
+    wall, history = time.perf_counter() - t0, metrics["history"]
+    b = tr.batches
+    assert b == 19 and len(tr.nlls) == 3 * b and [r["epoch"] for r in history] == [1, 2, 3]
+    for i, r in enumerate(history):
+        assert r["lr"] == lr_at(tr.cfg, i)
+        assert r["train_ppl"] == pytest.approx(math.exp(sum(tr.nlls[i * b:(i + 1) * b]) / b), rel=1e-12)
+        assert r["tokens_per_s"] == pytest.approx(b * 5 * 4 / r["seconds"], rel=1e-9)
+        assert 0 < r["seconds"] and 0 <= r["eval_seconds"]
+    assert sum(r["seconds"] + r["eval_seconds"] for r in history) <= wall
+    assert [r["lr"] for r in history] == [1.0, 1.0, 0.5]  # the TF schedule: decay from epoch max_epoch + 2
+    assert history[-1]["valid_ppl"] == tr.evaluate(tr.valid, batch_size=3) != tr.evaluate(tr.valid)
+    progress = [line for line in lines if " batch " in line]
+    assert [line.split(" batch ")[1].split(" ")[0] for line in progress] == ["4/19", "8/19", "12/19", "16/19",
+                                                                              "19/19"] * 3
+    assert lines.count(progress[0]) == 1 and progress[4].startswith("[run] epoch 1/3 batch 19/19 loss ")
+    r = history[0]
+    head = f"[run] epoch 1/3 lr 1 train ppl {r['train_ppl']:.2f} valid ppl {r['valid_ppl']:.2f} ("
+    assert [line for line in lines if line.startswith(head)] == [
+        f"{head}{r['seconds']:.0f} s, {r['tokens_per_s']:.0f} tok/s; eval {r['eval_seconds']:.0f} s)"]
+    assert tr.saves == 3  # at each epoch's end only: the 10-minute mid-epoch checkpoint never came
+    assert metrics["num_parameters"] == tr.model.num_parameters()
+    assert metrics["train_tokens_per_s"] == pytest.approx(3 * b * 20 / sum(r["seconds"] for r in history), rel=1e-9)
+
+
+def test_a_checkpoint_every_batch_saves_all_but_each_epochs_last_mid_epoch(tmp_path):
+    tr = _trainer(train_kw={"epochs": 2, "checkpoint_minutes": 0}, cls=_Spy, run_dir=tmp_path)
+    tr.run()
+    assert tr.saves == 2 * tr.batches  # (batches - 1) mid-epoch + 1 at the end, per epoch
+
+
+def test_a_parameter_without_a_gradient_is_skipped_and_the_others_still_step():
+    tr = _trainer()
+    tr.model.embedding.weight.requires_grad_(False)  # the first parameter: the update loop must go on past it
+    before = {n: p.detach().clone() for n, p in tr.model.named_parameters()}
+    tr.run()
+    for n, p in tr.model.named_parameters():
+        assert torch.equal(p, before[n]) == (n == "embedding.weight"), n
+
+
+class _CountSteps:
+    """A stateful step hook: its count must come back with a resume."""
+    def __init__(self, stop_at=None):
+        self.count, self.stop_at = 0, stop_at
+
+    def __call__(self, info):
+        if info.step == self.stop_at:
+            raise _Stopped
+        self.count += 1
+
+    def state_dict(self):
+        return {"count": self.count}
+
+    def load_state_dict(self, state):
+        self.count = state["count"]
+
+
+class _StateOnly:
+    def __call__(self, *args):
+        pass
+
+    def state_dict(self):
+        return {}
+
+
+def test_the_checkpoint_keeps_the_state_of_each_hook_that_can_save_and_load_it_under_its_role():
+    """The roles are the checkpoint's keys (a published run's checkpoint reads them); a hook that cannot load
+    its state back is not saved."""
+    both = _trainer(extra_loss=_CountSteps(), on_epoch=_CountSteps(), on_step=_CountSteps())
+    assert list(both._stateful_callbacks()) == ["extra_loss", "on_epoch", "on_step"]
+    assert list(_trainer(on_step=_StateOnly(), on_epoch=lambda *a: None)._stateful_callbacks()) == []
+
+
+@pytest.mark.parametrize("stop_at", [25, 19])  # mid-epoch 2, and epoch 2's first step (after the epoch-end save)
+def test_a_resume_brings_back_the_hooks_state_and_refuses_other_settings(tmp_path, stop_at):
+    train_kw = {"epochs": 2, "checkpoint_minutes": 0}
+    with pytest.raises(_Stopped):
+        _trainer(train_kw=train_kw, run_dir=tmp_path, on_step=_CountSteps(stop_at), fingerprint={"cell": 1}).run()
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert set(state) == {"model", "optimizer", "epoch", "batch", "step", "hidden", "sums", "history", "rng",
+                          "fingerprint", "callbacks"}
+    assert (state["callbacks"], state["fingerprint"], state["step"]) == ({"on_step": {"count": stop_at}},
+                                                                          {"cell": 1}, stop_at)
+    assert state["optimizer"] == {"lr": 1.0} and (state["hidden"] is None) == (stop_at == 19)
+    with pytest.raises(ReplicateError, match="belongs to different settings or code"):
+        _trainer(train_kw=train_kw, run_dir=tmp_path, fingerprint={"cell": 2}).run()
+    hook = _CountSteps()
+    tr = _trainer(train_kw=train_kw, run_dir=tmp_path, on_step=hook, fingerprint={"cell": 1})
+    tr.run()
+    assert hook.count == tr.step == 2 * tr.batches == 38
 
 
 def test_hooks_and_train_token_limit():
@@ -243,6 +407,7 @@ def test_hooks_and_train_token_limit():
     def on_step(info):
         assert info.model.embedding.weight.grad is not None
         steps.append((info.epoch, info.batch, info.step, info.lr, tuple(info.inputs.shape)))
+        assert torch.equal(info.targets[:-1], info.inputs[1:]) and info.weight_decay == 0.0
     tr = _trainer(train_kw={"epochs": 2, "max_train_tokens": 204}, on_epoch=on_epoch, on_step=on_step)
     metrics = tr.run()
     assert tr.train_data.shape == (51, 4) and tr.batches == 10  # (51 - 1) // 5
