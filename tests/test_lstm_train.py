@@ -331,6 +331,34 @@ def test_each_epochs_record_is_its_mean_training_nll_its_speed_and_its_valid_ppl
     assert metrics["train_tokens_per_s"] == pytest.approx(3 * b * 20 / sum(r["seconds"] for r in history), rel=1e-9)
 
 
+def test_on_a_clock_of_two_seconds_per_reading_each_epoch_and_progress_line_is_known(tmp_path, monkeypatch):
+    """perf_counter stepping 2 s per reading makes every training step 2 s: an epoch's seconds are its 19 steps
+    summed, 10 tokens/s (4 x 5 tokens a step), eval 2 s; each progress line's loss, ppl, tok/s and ETA follow, and
+    history.csv holds exactly the epoch records."""
+    import itertools
+    import types
+
+    import pandas as pd
+
+    from replicate.lstm import train as train_mod
+    clock = itertools.count()
+    monkeypatch.setattr(train_mod, "time", types.SimpleNamespace(perf_counter=lambda: 2.0 * next(clock)))
+    lines = []
+    tr = _trainer(train_kw={"epochs": 2, "log_every": 1}, cls=_Spy, log=lines.append, run_dir=tmp_path)
+    history = tr.run()["history"]
+    b = tr.batches
+    assert [(r["seconds"], r["tokens_per_s"], r["eval_seconds"]) for r in history] == [(2.0 * b, 10.0, 2.0)] * 2
+    for n in (1, 4):
+        mean = sum(tr.nlls[:n]) / n
+        eta = train_mod._fmt_time(2.0 * (b - n + b))  # batches left in epoch 1 and all of epoch 2, 2 s each
+        assert f"[run] epoch 1/2 batch {n}/19 loss {mean:.3f} ppl {math.exp(mean):.1f} lr 1 10 tok/s ETA {eta} " \
+               "(training only)" in lines
+    written = pd.read_csv(tmp_path / "history.csv")
+    columns = ["epoch", "lr", "train_ppl", "valid_ppl", "seconds", "tokens_per_s", "eval_seconds"]
+    assert list(written.columns) == columns
+    pd.testing.assert_frame_equal(written, pd.DataFrame(history)[columns], check_dtype=False, rtol=1e-12)
+
+
 def test_a_checkpoint_every_batch_saves_all_but_each_epochs_last_mid_epoch(tmp_path):
     tr = _trainer(train_kw={"epochs": 2, "checkpoint_minutes": 0}, cls=_Spy, run_dir=tmp_path)
     tr.run()
