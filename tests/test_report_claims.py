@@ -216,12 +216,7 @@ def test_embedding_share_claim_flips():
     assert status("scale_share", Results(families=f.head(2))) == NOT_RUN
 
 
-def test_scale_study_claims_flip():
-    s = pd.DataFrame({"train_tokens": [1e5, 1e5, 5e5, 5e5, 1e6, 1e6], "gain": [12, 10, 6, 5, 2, 1.5],
-                      "protocol": "reduced"})
-    assert status("scale_data_gain", Results(scale_data=s)) == C.HOLDS
-    s["gain"] = s["gain"].values[::-1]
-    assert status("scale_data_gain", Results(scale_data=s)) == C.FAILS
+def test_embedding_similarity_claim_flips():
     e = pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.2, 0.8],
                       "protocol": "reduced"})
     assert status("emb_tied_output", Results(embedding_similarity=e)) == C.HOLDS
@@ -234,21 +229,45 @@ def test_verdict_evidence_names_the_numbers():
     assert "120.70" in v.evidence and "117.50" in v.evidence
 
 
-def test_scale_trend_needs_two_standard_errors():
-    noisy = pd.DataFrame({"train_tokens": [1e5, 1e5, 1e6, 1e6], "gain": [5.0, -5.0, 4.0, -4.5],
-                          "rel_gain": [0.05, -0.05, 0.04, -0.045], "protocol": "smoke"})
-    v = verdict("scale_data_gain", Results(scale_data=noisy))
-    assert v.status == C.INCONCLUSIVE and "within 2 s.e." in v.evidence
+def _scale_claims(log_ratio) -> pd.DataFrame:
+    """The scale study's own claims table over a grid of 3 seeds per point: per seed, the log ratio
+    ln(untied / tied) = log_ratio(dropout, pct, hidden, seed)."""
+    from replicate.scale import study
+
+    cfg = {"lstm": {"dropouts": [0.0, 0.3]},
+           "data": {"hidden": 200, "pcts": [1, 3, 10], "wikitext2_pcts": [], "seeds": [1, 2, 3]},
+           "model": {"pct": 1, "hiddens": [128, 512], "seeds": [1, 2, 3]},
+           "analysis": {"pct": 10, "hidden": 200, "variants": ["untied", "tied"], "seeds": [1], "pr_seeds": None}}
+    share = {128: 0.9, 200: 0.86, 512: 0.7}
+    rows = [{"run": str(p), "dataset": "ptb", "pct": p["pct"], "train_tokens": 9296 * p["pct"], "hidden": p["hidden"],
+             "variant": p["variant"], "dropout": p["dropout"], "seed": p["seed"], "epochs": 5, "stop_reason": "patience",
+             "best_epoch": 3, "vocab_size": 10000, "total_params": 1, "non_embedding_params": 1,
+             "embedding_share": share[p["hidden"]], "train_clean_ppl": 50.0, "final_valid_ppl": 210.0,
+             "best_valid_ppl": 200.0 * (math.exp(-log_ratio(float(p["dropout"]), p["pct"], p["hidden"], p["seed"]))
+                                        if p["variant"] == "tied" else 1.0)}
+            for p in study.lstm_grid(cfg)]
+    by_seed = study.gain_by_seed(study.runs_frame(rows, "reduced"), cfg, "best_valid", "reduced")
+    return study.claims_table(by_seed, "reduced")
 
 
-def test_scale_model_share_claim_flips():
-    rows = [dict(hidden=h, seed=s, embedding_share=share, rel_gain=g + 0.002 * s, protocol="reduced")
-            for h, share, g in ((200, 0.57, 0.10), (400, 0.39, 0.06), (650, 0.28, 0.02)) for s in range(3)]
-    m = pd.DataFrame(rows)
-    assert status("scale_model_share", Results(scale_model=m)) == C.HOLDS
-    m["rel_gain"] = m["rel_gain"].values[::-1]
-    assert status("scale_model_share", Results(scale_model=m)) == C.FAILS
-    assert status("scale_model_share", Results(scale_model=m[m["hidden"] == 200])) == NOT_RUN
+def test_scale_claims_are_the_study_verdicts_with_their_intervals():
+    """One verdict per claim and regularisation level, the study's: holds when the slope's 95 % t interval
+    lies on the claimed side of 0; seed noise as large as the trend makes it inconclusive."""
+    def falling(drop, pct, hidden, seed):  # no dropout: the gain shrinks with data and share; 0.3: noise only
+        trend = -0.1 * math.log10(pct) if hidden == 200 else 0.5 * ({128: 0.9, 512: 0.7}[hidden] - 0.7)
+        return (0.0 if drop else trend) + 0.3 + 0.01 * (seed - 2) + (0.2 * (seed - 2) if drop else 0.0)
+
+    r = Results(scale_claims=_scale_claims(falling))
+    got = {cid: verdict(cid, r) for cid in ("scale_data_gain", "scale_model_share", "scale_data_gain_drop0.3",
+                                            "scale_model_share_drop0.3")}
+    assert {k: v.status for k, v in got.items()} == {"scale_data_gain": C.HOLDS, "scale_model_share": C.HOLDS,
+                                                     "scale_data_gain_drop0.3": C.INCONCLUSIVE,
+                                                     "scale_model_share_drop0.3": C.INCONCLUSIVE}
+    assert "95 % t interval [" in got["scale_data_gain"].evidence and "9 seed pairs, 7 dof" in got["scale_data_gain"].evidence
+    rising = Results(scale_claims=_scale_claims(lambda d, pct, h, s: -falling(0, pct, h, s) + 0.01 * s))
+    assert status("scale_data_gain", rising) == C.FAILS and status("scale_model_share", rising) == C.FAILS
+    gone = verdict("scale_model_share", Results())
+    assert gone.status == NOT_RUN and "scale_claims.csv" in gone.evidence
 
 
 def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
@@ -386,13 +405,7 @@ def test_embedding_share_trend_is_spearman_and_strict():
     assert "needs at least 3 models" in verdict("scale_share", Results(families=f.head(2))).evidence
 
 
-def test_model_share_trend_runs_on_two_sizes_and_names_them():
-    rows = [dict(hidden=h, seed=s, embedding_share=share, rel_gain=g + 0.002 * s, protocol="reduced")
-            for h, share, g in ((200, 0.57, 0.10), (650, 0.28, 0.02)) for s in range(3)]
-    v = verdict("scale_model_share", Results(scale_model=pd.DataFrame(rows)))
-    assert v.status == C.HOLDS and "relative tying gain vs embedding share of parameters over 6" in v.evidence
-    gone = verdict("scale_model_share", Results())
-    assert gone.status == NOT_RUN and "needs at least two hidden sizes" in gone.evidence
+def test_embedding_similarity_claim_names_what_is_missing():
     gone = verdict("emb_tied_output", Results())
     assert "embedding-similarity analysis not produced" in gone.evidence
 
@@ -441,20 +454,6 @@ def test_evaluate_all_passes_the_tolerances_on():
     assert {c.id: v.status for c, v in C.evaluate_all(r)}["il_theory"] == C.FAILS
 
 
-@pytest.mark.parametrize("slope,se,negative,status,text", [
-    (-1.0, 0.4, True, C.HOLDS, "x: slope -1 (s.e. 0.4; beyond 2 s.e.)"),
-    (-1.0, 0.34, True, C.HOLDS, "x: slope -1 (s.e. 0.34; beyond 2 s.e.)"),          # 2.9 s.e. (not 3)
-    (-1.0, 0.5, True, C.INCONCLUSIVE, "x: slope -1 (s.e. 0.5; within 2 s.e. of zero)"),  # exactly 2 s.e.
-    (0.5, 0.1, True, C.FAILS, "x: slope 0.5 (s.e. 0.1; opposite sign, beyond 2 s.e.)"),
-    (1.0, 0.4, False, C.HOLDS, "x: slope 1 (s.e. 0.4; beyond 2 s.e.)"),
-    (-1.0, 0.4, False, C.FAILS, "x: slope -1 (s.e. 0.4; opposite sign, beyond 2 s.e.)"),
-    (-1.0, float("nan"), True, C.INCONCLUSIVE, "x: slope -1 (s.e. n/a; within 2 s.e. of zero)"),
-])
-def test_trend_verdict_needs_the_sign_beyond_two_standard_errors(slope, se, negative, status, text):
-    v = C._trend_verdict(slope, se, negative, "x")
-    assert (v.status, v.evidence) == (status, text)
-
-
 def test_spread_allowance_is_the_t_interval_of_a_difference_from_each_points_own_seeds():
     """Section 6.2 points with several seeds: half-width t(0.975, n_lo + n_hi - 2) * sqrt(s_lo²/n_lo + s_hi²/n_hi);
     t(0.975, 6) = 2.446912 (a table value)."""
@@ -490,31 +489,6 @@ def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_
     assert status("pw_regulariser", Results(pw_table5=worse)) == C.FAILS
     flat = t.assign(train_ppl=[37.8, 37.8, 24.3, 28.2])  # nor a tie in train a rise
     assert status("pw_regulariser", Results(pw_table5=flat)) == C.FAILS
-
-
-def test_scale_data_claim_reads_the_no_dropout_level_and_names_its_numbers():
-    """rel_gain = 0.5 − 0.1 log10(tokens) ± 0.001 over two seeds: slope −0.1 exactly, holds; a dropout-0.3 row, a
-    row without a gain and fixed run lengths that fall with the data (no early stopping) change the reading."""
-    rows = [dict(train_tokens=t, seed=s, dropout=0.0, rel_gain=0.5 - 0.1 * math.log10(t) + (0.001 if s == 1 else -0.001),
-                 gain=g, epochs=e, protocol="reduced")
-            for t, g, e in ((1e4, 5.0, 20), (1e5, 3.0, 8), (1e6, 1.0, 2)) for s in (1, 2)]
-    rows += [dict(train_tokens=1e6, seed=3, dropout=0.3, rel_gain=0.9, gain=50.0, epochs=2, protocol="reduced"),
-             dict(train_tokens=1e6, seed=3, dropout=0.0, rel_gain=math.nan, gain=1.0, epochs=2, protocol="reduced")]
-    s = pd.DataFrame(rows).assign(untied_stop="patience")  # early-stopped: lengths are the runs' own
-    v = verdict("scale_data_gain", Results(scale_data=s))
-    assert v.status == C.HOLDS, v.evidence
-    assert v.evidence.startswith("relative tying gain vs log10(training tokens) over 6 (size, seed) pairs: slope -0.1 (")
-    assert "beyond 2 s.e." in v.evidence
-    assert "mean gain (valid ppl untied − tied) 5.00 at 10,000 tokens → 1.00 at 1,000,000" in v.evidence
-    fixed = s.drop(columns="untied_stop")
-    v = verdict("scale_data_gain", Results(scale_data=fixed))
-    assert v.status == C.INCONCLUSIVE and "epochs fall as data grows (20/8/2 from the smallest" in v.scope
-    absolute = fixed.drop(columns=["rel_gain", "epochs"])
-    v = verdict("scale_data_gain", Results(scale_data=absolute))
-    assert v.evidence.startswith("tying gain vs log10(training tokens) over 7 (size, seed) pairs: slope -2 (")
-    assert v.status == C.HOLDS
-    one_size = s[s["train_tokens"] == 1e6]
-    assert status("scale_data_gain", Results(scale_data=one_size)) == NOT_RUN
 
 
 def test_figure1_claims_name_their_numbers_and_effects():
@@ -702,8 +676,8 @@ def test_wt_pr_best_compares_with_the_best_other_cell():
     ("il_rescale", "no tied + rescale, zero-branch points in the initial-loss sweep"),
     ("il_standard", "no standard-init (non-zero branches) points in the initial-loss sweep"),
     ("scale_share", "model-family table not produced (needs at least 3 models)"),
-    ("scale_data_gain", "data-scale study not produced"),
-    ("scale_model_share", "model-scale study not produced (needs at least two hidden sizes)"),
+    ("scale_data_gain", "claim scale_data_gain not in the scale study's claims table (scale_claims.csv)"),
+    ("scale_model_share", "claim scale_model_share not in the scale study's claims table (scale_claims.csv)"),
     ("emb_tied_output", "embedding-similarity analysis not produced"),
 ])
 def test_a_claim_not_run_says_what_it_needs(claim_id, reason):
@@ -722,9 +696,9 @@ def test_a_claim_not_run_on_a_partial_table_says_what_is_missing():
     tied_only = il_frame()[lambda f: f["tied"]]
     assert claim["il_standard"].evaluate(Results(initial_loss=tied_only)).evidence == (
         "standard init (σ = 0.02) needs both tied and untied points")
-    s = pd.DataFrame({"train_tokens": [1e5, 1e5], "gain": [1.0, 2.0]})
-    assert claim["scale_data_gain"].evaluate(Results(scale_data=s)).evidence == (
-        "data-scale study needs at least two data sizes")
+    one_level = _scale_claims(lambda d, pct, h, s: 0.1)[lambda f: f["dropout"] == "0"]
+    assert claim["scale_data_gain_drop0.3"].evaluate(Results(scale_claims=one_level)).evidence == (
+        "claim scale_data_gain_drop0.3 not in the scale study's claims table (scale_claims.csv)")
     e = _similarity({(1, 1): 0.1})[lambda f: f["comparison"] == "tied_vs_untied_input"]
     assert claim["emb_tied_output"].evaluate(Results(embedding_similarity=e)).evidence == (
         "needs the tied-vs-untied-input and tied-vs-untied-output similarities")
@@ -863,19 +837,6 @@ def test_rescale_evidence_names_log_n_of_the_first_row():
 
 
 # ------------------------------------------------------------------------------------- scale study
-def test_data_scale_claim_drops_rows_without_a_gain_only_and_its_confound_needs_falling_lengths():
-    rows = [dict(train_tokens=t, seed=s, dropout=0.0, gain=g + 0.01 * s, epochs=5, note=None if s == 1 else "x")
-            for t, g in ((1e4, 5.0), (1e5, 3.0), (1e6, 1.0)) for s in (1, 2)]
-    s = pd.DataFrame(rows)
-    v = verdict("scale_data_gain", Results(scale_data=s))
-    assert v.status == C.HOLDS and "over 6 (size, seed) pairs" in v.evidence and v.scope == ""  # equal lengths
-    two = s[s["train_tokens"] < 1e6].assign(epochs=lambda f: f["train_tokens"].map({1e4: 20, 1e5: 8}))
-    v = verdict("scale_data_gain", Results(scale_data=two))
-    assert v.status == C.INCONCLUSIVE and v.scope == (
-        "epochs fall as data grows (20/8 from the smallest to the largest data size), so data size and training "
-        "length are confounded: not testable as run")
-
-
 def test_similarity_effect_is_the_spread_of_the_paired_difference_and_counts_only_output_pairs():
     """Input and output similarities that move together: their difference is constant (sd 0, allowance 0),
     their sum is not. Rows of a third comparison are not pairs."""

@@ -486,60 +486,18 @@ def scale_embedding_share_shrinks(r) -> Verdict:
 
 
 # ---------------------------------------------------------------------------------- scale study
-def _slope(x, y) -> tuple[float, float]:
-    """Least-squares slope of y on x and its standard error (the scale study's own ``slope_test``)."""
-    from replicate.scale.study import slope_test
-
-    t = slope_test(x, y)
-    return t["slope"], t["se"]
-
-
-def _trend_verdict(slope: float, se: float, want_negative: bool, what: str) -> Verdict:
-    """holds when the slope has the claimed sign beyond 2 standard errors, does not hold when it has the
-    opposite sign beyond 2 s.e., inconclusive otherwise (the scale study's own rule)."""
-    sign_ok = slope < 0 if want_negative else slope > 0
-    strong = math.isfinite(se) and abs(slope) > 2 * se
-    if sign_ok and strong:
-        status, reading = HOLDS, "beyond 2 s.e."
-    elif strong:
-        status, reading = FAILS, "opposite sign, beyond 2 s.e."
-    else:
-        status, reading = INCONCLUSIVE, "within 2 s.e. of zero"
-    return Verdict(status, f"{what}: slope {slope:.3g} (s.e. {f'{se:.3g}' if math.isfinite(se) else 'n/a'}; {reading})")
-
-
-def _no_dropout(s):  # the early-stopped design's no-dropout level (its scale_claims.csv judges every level)
-    return s[s["dropout"].astype(float) == 0] if s is not None and "dropout" in s.columns else s
-
-
-def scale_gain_shrinks_with_data(r) -> Verdict:
-    s = _no_dropout(r.scale_data)
-    if s is None or "train_tokens" not in s.columns:
-        return not_run("data-scale study not produced")
-    s = s.dropna(subset=["train_tokens", "rel_gain" if "rel_gain" in s.columns else "gain"])
-    if s["train_tokens"].nunique() < 2:
-        return not_run("data-scale study needs at least two data sizes")
-    slope, se = _slope(np.log10(s["train_tokens"].astype(float)), s["rel_gain"] if "rel_gain" in s.columns else s["gain"])
-    means = s.groupby("train_tokens")["gain"].mean().sort_index()
-    v = _trend_verdict(slope, se, True, f"{'relative ' if 'rel_gain' in s.columns else ''}tying gain vs "
-                       f"log10(training tokens) over {len(s)} (size, seed) pairs")
-    v.evidence += (f"; mean gain (valid ppl untied − tied) {means.iloc[0]:.2f} at {int(means.index[0]):,} tokens → "
-                   f"{means.iloc[-1]:.2f} at {int(means.index[-1]):,}")
-    epochs = s.groupby("train_tokens")["epochs"].first().sort_index() if "epochs" in s.columns else pd.Series()
-    if epochs.nunique() > 1 and "untied_stop" not in s.columns:  # fixed lengths that fall with data (not early stopping)
-        v.status = INCONCLUSIVE
-        v.scope = (f"epochs fall as data grows ({'/'.join(str(int(e)) for e in epochs)} from the smallest to the "
-                   "largest data size), so data size and training length are confounded: not testable as run")
-    return v
-
-
-def scale_gain_shrinks_with_share(r) -> Verdict:
-    s = _no_dropout(r.scale_model)
-    if s is None or s["embedding_share"].nunique() < 2:
-        return not_run("model-scale study not produced (needs at least two hidden sizes)")
-    slope, se = _slope(s["embedding_share"].astype(float), s["rel_gain"].astype(float))
-    return _trend_verdict(slope, se, False, f"relative tying gain vs embedding share of parameters over "
-                          f"{len(s)} (size, seed) pairs")
+def _study_claim(claim_id: str) -> Callable[..., Verdict]:
+    """The scale study's own verdict on one claim (``scale_claims.csv``: the slope of the per-seed log ratios
+    with its 95 % t interval, holds when the interval lies wholly on the claimed side of 0), so the report and
+    the study give one verdict by one rule."""
+    def check(r) -> Verdict:
+        c = r.scale_claims
+        row = c[c["claim_id"] == claim_id] if c is not None else None
+        if row is None or row.empty:
+            return not_run(f"claim {claim_id} not in the scale study's claims table (scale_claims.csv)")
+        row = row.iloc[0]
+        return Verdict(row["verdict"] if row["verdict"] in STATUSES else NOT_RUN, str(row["evidence"]))
+    return check
 
 
 def _similarity_allowance(e: pd.DataFrame) -> tuple[float | None, str, str]:
@@ -626,10 +584,11 @@ CLAIMS: list[Claim] = [
           "the essay; public model configs", "initial_loss", scale_embedding_share_shrinks),
     Claim("emb_tied_output", "The tied embedding evolves like the untied output embedding, not the input one.",
           "Press & Wolf 2017, Section 4", "scale", emb_tied_like_output),
-    Claim("scale_data_gain", "The tying gain shrinks as the training data grows.",
-          "the essay", "scale", scale_gain_shrinks_with_data),
-    Claim("scale_model_share", "The tying gain shrinks as the embedding share of parameters falls "
-          "(larger hidden size, same data).", "the essay", "scale", scale_gain_shrinks_with_share),
+    *(Claim(f"{cid}{level}", f"{text}{where}", "the essay", "scale", _study_claim(f"{cid}{level}"))
+      for level, where in (("", ", without dropout."), ("_drop0.3", ", at Zaremba dropout 0.3."))
+      for cid, text in (("scale_data_gain", "The tying gain shrinks as the training data grows"),
+                        ("scale_model_share", "The tying gain shrinks as the embedding share of parameters falls "
+                                              "(larger hidden size, same data)"))),
 ]
 
 
@@ -641,8 +600,8 @@ RESTS_ON = {
     r"/inan/table1/": ("inan_al_vd", "inan_re_vd", "inan_al_small", "inan_re_large", "inan_real_best"),
     r"/inan/subspace/|/inan_figure1": ("inan_subspace", "inan_subspace_rapid", "inan_subspace_tau"),
     r"/initial_loss/": ("il_theory", "il_rescale", "il_standard"), r"/model_families": ("scale_share",),
-    r"/scale/runs/|/embedding_similarity|/scale_data|/gain_by_seed": ("emb_tied_output", "scale_data_gain",
-                                                                      "scale_model_share"),
+    r"/scale/runs/|/embedding_similarity|/scale_claims": ("emb_tied_output", "scale_data_gain", "scale_model_share",
+                                                         "scale_data_gain_drop0.3", "scale_model_share_drop0.3"),
 }
 
 

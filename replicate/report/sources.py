@@ -36,8 +36,7 @@ class Results:
     inan_figure1: pd.DataFrame | None = None
     initial_loss: pd.DataFrame | None = None
     families: pd.DataFrame | None = None
-    scale_data: pd.DataFrame | None = None
-    scale_model: pd.DataFrame | None = None
+    scale_claims: pd.DataFrame | None = None
     embedding_similarity: pd.DataFrame | None = None
     # displayed as is
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written
@@ -132,17 +131,9 @@ def load(root: str | Path = "results") -> Results:
     _table(res, root, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 
     # ------------------------------------------------------------------------- scale study
-    res.scale_data = _table(res, root, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
-    frame = _table(res, root, "scale_gain", P.SCALE_GAIN,
-                   ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
-    if frame is not None:
-        by_seed_path = root / P.SCALE_BY_SEED
-        if by_seed_path.is_file():
-            by_seed = _read_csv(by_seed_path)
-            _need(by_seed, ["study", "hidden", "seed", "rel_gain", "embedding_share_untied", "protocol"], by_seed_path)
-            model = by_seed[by_seed["study"] == "model"]
-            if len(model):
-                res.scale_model = model.rename(columns={"embedding_share_untied": "embedding_share"})
+    _table(res, root, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
+    _table(res, root, "scale_gain", P.SCALE_GAIN, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
+    res.scale_claims = _table(res, root, "scale_claims", P.SCALE_CLAIMS, ["claim_id", "verdict", "evidence", "protocol"])
     for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
                            ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
                            ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
