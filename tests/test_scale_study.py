@@ -99,6 +99,19 @@ def test_gain_table_intervals_and_claims_per_dropout_level():
     assert claims.loc["scale_data_gain_drop0.3", "ci_low"] < 0 < claims.loc["scale_data_gain_drop0.3", "ci_high"]
 
 
+def test_fixed_run_lengths_that_fall_with_the_data_make_the_data_claim_inconclusive():
+    """The previous design (equal updates, no early stopping): epochs fall as data grows, so even a clean
+    slope cannot be read as a data effect; equal lengths (or early-stopped runs) keep the verdict."""
+    runs = summaries(lambda d, pct, h: 0.2 - 0.1 * math.log10(pct))
+    fixed = runs.assign(stop_reason=None, epochs=runs["pct"].map({1: 20, 3: 8, 10: 4}))
+    claims = study.claims_table(study.gain_by_seed(fixed, CFG, "best_valid", "reduced"), "r").set_index("claim_id")
+    assert claims.loc["scale_data_gain", "verdict"] == "inconclusive"
+    assert "(20/8/4 epochs from the smallest to the largest data size)" in claims.loc["scale_data_gain", "evidence"]
+    assert claims.loc["scale_data_gain", "ci_high"] < 0  # the slope itself is clean
+    equal = study.gain_by_seed(fixed.assign(epochs=5), CFG, "best_valid", "reduced")
+    assert study.claims_table(equal, "r").set_index("claim_id").loc["scale_data_gain", "verdict"] == "holds"
+
+
 def test_claim_does_not_hold_when_the_gain_grows_with_data():
     by_seed = study.gain_by_seed(summaries(lambda d, pct, h: 0.05 * math.log10(pct) + 0.01, noise=0.005), CFG,
                                  "best_valid", "reduced")

@@ -362,8 +362,15 @@ def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
             ev = (f"dropout {drop}; {pts}; slope {t['slope']:+.4f} per unit of x, 95 % t interval "
                   f"[{t['lo']:+.4f}, {t['hi']:+.4f}] ({t['n']} seed pairs, {t['n'] - 2} dof); rule: holds if the "
                   f"interval lies wholly {'below' if neg else 'above'} 0")
-            rows.append({**row, "verdict": trend_verdict(t["lo"], t["hi"], t["slope"], want_negative=neg),
-                         "value": t["slope"], "se": t["se"], "ci_low": t["lo"], "ci_high": t["hi"], "evidence": ev})
+            verdict = trend_verdict(t["lo"], t["hi"], t["slope"], want_negative=neg)
+            epochs = d.groupby(point)["epochs"].first().sort_index()
+            if study == "data" and d["untied_stop"].isna().all() and epochs.nunique() > 1:  # fixed lengths
+                verdict = "inconclusive"
+                ev += (f"; not testable as run: the runs have fixed lengths that change with the data "
+                       f"({'/'.join(str(int(e)) for e in epochs)} epochs from the smallest to the largest data size), "
+                       "so data size and training length are confounded")
+            rows.append({**row, "verdict": verdict, "value": t["slope"], "se": t["se"], "ci_low": t["lo"],
+                         "ci_high": t["hi"], "evidence": ev})
     out = pd.DataFrame(rows, columns=["claim_id", "claim", "dropout", "verdict", "statistic", "value", "se", "ci_low",
                                       "ci_high", "n", "evidence"])
     out["protocol"] = protocol
