@@ -38,6 +38,17 @@ def test_rule_respects_the_cap_and_records_why():
         stopping.stop_reason(hist(5), 0, 3)
 
 
+def test_annealed_lr_divides_once_per_epoch_without_a_new_best():
+    assert stopping.annealed_lr([], 1.0, 4) == 1.0
+    assert stopping.annealed_lr(hist(10, 9, 8), 1.0, 4) == 1.0                  # every epoch a new best
+    assert stopping.annealed_lr(hist(10, 11), 1.0, 4) == 0.25                   # epoch 2: no new best
+    assert stopping.annealed_lr(hist(10, 11, 9, 9), 1.0, 4) == 0.0625           # a tie is no improvement
+    assert stopping.annealed_lr(hist(10, 11, 12, 10.5, 8), 2.0, 2) == 0.25      # 3 plateaus, not reset by 8
+    assert stopping.annealed_lr([{"epoch": 1, "valid_ppl": None}], 1.0, 4) == 0.25  # no valid: no new best
+    with pytest.raises(ReplicateError, match="not above 1"):
+        stopping.annealed_lr(hist(10), 1.0, 1)
+
+
 # ---------------------------------------------------------------------------------------- real tiny runs
 def tiny_corpus(n=3000, vocab=30) -> Corpus:
     g = torch.Generator().manual_seed(0)
@@ -75,6 +86,20 @@ def test_tiny_run_respects_the_cap(tmp_path):
     assert len(m["history"]) == 2
 
 
+def test_tiny_annealed_run_trains_each_epoch_at_the_lr_its_history_gives(tmp_path):
+    m = run(tmp_path, "a", patience=3, epochs=30, anneal=4)
+    h = m["history"]
+    assert [r["lr"] for r in h] == [stopping.annealed_lr(h[:i], 1.0, 4) for i in range(len(h))]
+    assert min(r["lr"] for r in h) <= 1 / 16  # it annealed at least twice before the stop
+    plain = run(tmp_path, "plain", patience=3, epochs=30)
+    assert {r["lr"] for r in plain["history"]} == {1.0}
+    n = next(i for i, r in enumerate(h) if r["lr"] < 1)  # up to the first anneal: the same trajectory
+    assert [r["valid_ppl"] for r in h[:n]] == [r["valid_ppl"] for r in plain["history"][:n]]
+    assert h[n]["valid_ppl"] != plain["history"][n]["valid_ppl"]
+    with pytest.raises(ReplicateError, match="belongs to different settings"):  # another factor: not resumed
+        run(tmp_path, "a", patience=3, epochs=30, anneal=2)
+
+
 class Kill(Exception):
     pass
 
@@ -101,6 +126,20 @@ def test_killed_mid_epoch_resumes_bit_identically(tmp_path):
     assert [r["valid_ppl"] for r in resumed["history"]] == [r["valid_ppl"] for r in ref["history"]]
     for key in ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl"):
         assert resumed[key] == ref[key], key  # bit-identical floats
+    assert resumed["stopping"] == ref["stopping"]
+
+
+def test_killed_annealed_run_resumes_bit_identically_at_its_annealed_lr(tmp_path):
+    ref = run(tmp_path, "ref", patience=3, epochs=30, anneal=4)
+    first = next(i for i, r in enumerate(ref["history"]) if r["lr"] < 1)  # 0-based epoch of the first anneal
+    batches = (3000 // 4 - 1) // 10
+    with pytest.raises(Kill):  # in the middle of the first annealed epoch
+        run(tmp_path, "killed", patience=3, epochs=30, anneal=4, on_step=KillAt(first * batches + batches // 2))
+    resumed = run(tmp_path, "killed", patience=3, epochs=30, anneal=4)
+    assert resumed["history"][first]["lr"] == ref["history"][first]["lr"] < 1
+    assert [r["valid_ppl"] for r in resumed["history"]] == [r["valid_ppl"] for r in ref["history"]]
+    for key in ("train_ppl", "valid_ppl", "test_ppl"):
+        assert resumed[key] == ref[key], key
     assert resumed["stopping"] == ref["stopping"]
 
 

@@ -54,7 +54,8 @@ def _train(args, log) -> None:
     run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
     started = provenance.now()
     patience = spec.get("patience")  # None: the previous design, a fixed number of epochs (the engine's own loop)
-    early = {} if patience is None else {"trainer_cls": stopping.StoppingTrainer, "patience": int(patience)}
+    early = {} if patience is None else {"trainer_cls": stopping.StoppingTrainer, "patience": int(patience),
+                                         "anneal": spec.get("anneal")}
     metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device, allow_tf32=args.allow_tf32,
                         log=log, on_step=tracker, on_epoch=recorder, **early)
     # parameter split from a model of the same architecture (cheap: no training)
@@ -72,7 +73,7 @@ def _train(args, log) -> None:
         "hidden": int(spec["hidden"]), "variant": spec["variant"], "tying": model_cfg.tying,
         "projection": model_cfg.projection, "dropout": study.dropout_name(spec.get("dropout", 0)),
         "seed": int(spec["seed"]), "epochs": metrics["epochs_completed"], "stop_reason": stop["stop_reason"],
-        "patience": stop["patience"], "max_epochs": stop["max_epochs"],
+        "patience": stop["patience"], "anneal": spec.get("anneal"), "max_epochs": stop["max_epochs"],
         "vocab_size": len(corpus.vocab), "total_params": total, "embedding_params": emb_params,
         "non_embedding_params": total - emb_params, "embedding_share": emb_params / total,
         "train_ppl": metrics["train_ppl"], "train_clean_ppl": metrics["train_clean_ppl"],

@@ -124,6 +124,9 @@ def check_stopping(lstm: dict[str, Any]) -> None:
         raise ReplicateError("scale.lstm.patience with scale.lstm.equal_updates: early stopping trains every "
                              "point to its own best, equal updates fix its length in advance",
                              "set scale.lstm.equal_updates: false (or patience: null for the previous design)")
+    if lstm.get("anneal") is not None and lstm.get("patience") is None:
+        raise ReplicateError("scale.lstm.anneal without scale.lstm.patience: annealing on plateau is part of "
+                             "the early-stopped design", "set patience (or anneal: null)")
     if lstm.get("patience") is not None and lstm.get("max_epochs") is None:
         raise ReplicateError("scale.lstm.patience without scale.lstm.max_epochs", "set max_epochs, the epoch cap")
 
@@ -180,7 +183,7 @@ def train_tokens_for(n_train: int, pct: int) -> int:
 # ----------------------------------------------------------------------------- tables
 def runs_frame(summaries: list[dict], protocol: str) -> pd.DataFrame:
     cols = ["run", "dataset", "pct", "train_tokens", "hidden", "variant", "tying", "projection", "dropout", "seed",
-            "epochs", "stop_reason", "patience", "max_epochs", "vocab_size", "total_params", "embedding_params",
+            "epochs", "stop_reason", "patience", "anneal", "max_epochs", "vocab_size", "total_params", "embedding_params",
             "non_embedding_params", "embedding_share", "train_ppl", "train_clean_ppl", "final_valid_ppl",
             "best_valid_ppl", "best_epoch", "test_ppl", "tokens_per_s"]
     rows = [{c: s.get(c) for c in cols} for s in summaries]
@@ -389,6 +392,7 @@ def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any], rec
     spec = {"name": f"scale/{wc['dataset']}/p{wc['pct']}_h{wc['hidden']}_{wc['variant']}_drop{drop}/seed{wc['seed']}",
             "dataset": wc["dataset"], "pct": int(wc["pct"]), "hidden": int(wc["hidden"]), "variant": wc["variant"],
             "seed": int(wc["seed"]), "dropout": drop, "lstm": lstm, "patience": sc["lstm"].get("patience"),
+            "anneal": sc["lstm"].get("anneal"),
             "record": bool(record), "top_k": sc["top_k"], "track_every": sc["track_every"]}
     if sc["lstm"].get("equal_updates", False):
         spec["equal_updates"] = True  # for the record (absent when off)
