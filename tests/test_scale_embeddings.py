@@ -219,6 +219,16 @@ def test_final_similarity_drops_shared_init_pairs():
 
     sim = pd.DataFrame({"comparison": ["x", "x", "y"], "epoch": [2, 2, 2], "shared_init": [True, False, True],
                         "same_seed": [True, False, True], "spearman": [1.0, 0.3, 0.9]})
-    out = final_similarity(sim)
+    out = final_similarity(sim, 2)
     assert out.set_index("comparison")["spearman"].to_dict() == {"x": 0.3, "y": 0.9}
     assert np.isfinite(out["spearman"]).all()
+
+
+def test_final_similarity_reads_the_last_epoch_every_run_reached():
+    """Early-stopped runs end at different epochs: epoch 3 holds only the run that trained longest, so the
+    comparison between the two kinds of matrix lives at epoch 2."""
+    from replicate.scale.cli import final_similarity
+
+    sim = pd.DataFrame({"comparison": ["tied_vs_untied_output", "untied_input_vs_untied_input"], "epoch": [2, 3],
+                        "shared_init": False, "same_seed": False, "spearman": [0.7, 0.8]})
+    assert final_similarity(sim, 2)["comparison"].tolist() == ["tied_vs_untied_output"]

@@ -156,7 +156,7 @@ def cmd_embeddings(args) -> int:
     upd["protocol"] = protocol
     sim = emb.canonical_order(emb.similarity_rows(recorders, knn_k=ana["knn_k"]))
     sim["protocol"] = protocol
-    final = final_similarity(sim)
+    final = final_similarity(sim, min(rec.final_epoch for rec in recorders.values()))
     wordsim = word_similarity(ana.get("benchmarks") or [], finals, vocab, Path(args.benchmark_dir))
     wordsim["protocol"] = protocol
     for path, frame in ((args.out_updates, upd), (args.out_similarity_epochs, sim), (args.out_similarity, final),
@@ -168,12 +168,14 @@ def cmd_embeddings(args) -> int:
     return 0
 
 
-def final_similarity(sim):
-    """Last epoch; per comparison the pairs whose matrices started from different values (when a
-    comparison only has pairs with a shared initial draw, those, flagged by ``shared_init``)."""
+def final_similarity(sim, epoch: int):
+    """The rows of ``epoch``, the last epoch every analysed run reached (early-stopped runs end at different
+    epochs, and a later epoch holds only the runs that trained longer); per comparison the pairs whose
+    matrices started from different values (when a comparison only has pairs with a shared initial draw,
+    those, flagged by ``shared_init``)."""
     import pandas as pd
 
-    last = sim[sim["epoch"] == sim["epoch"].max()]
+    last = sim[sim["epoch"] == epoch]
     parts = []
     for _, g in last.groupby("comparison", sort=True):
         independent = g[~g["shared_init"].astype(bool)]
