@@ -264,8 +264,15 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
                                                      "scale_data_gain_drop0.3": C.INCONCLUSIVE,
                                                      "scale_model_share_drop0.3": C.INCONCLUSIVE}
     assert "95 % t interval [" in got["scale_data_gain"].evidence and "9 seed pairs, 7 dof" in got["scale_data_gain"].evidence
+    for cid, v in got.items():  # the table's effect: the slope in the claim's direction ± the interval's half-width
+        row = r.scale_claims.set_index("claim_id").loc[cid]
+        (e,) = v.effects
+        assert e.ours == pytest.approx((-1 if "data" in cid else 1) * row["value"])
+        assert e.allowance == pytest.approx((row["ci_high"] - row["ci_low"]) / 2) and e.seeds == (row["n"],)
+        assert v.verdict == v.status  # effects.judge reads the interval as the study does
     rising = Results(scale_claims=_scale_claims(lambda d, pct, h, s: -falling(0, pct, h, s) + 0.01 * s))
     assert status("scale_data_gain", rising) == C.FAILS and status("scale_model_share", rising) == C.FAILS
+    assert all(verdict(c, rising).verdict == C.FAILS for c in ("scale_data_gain", "scale_model_share"))
     gone = verdict("scale_model_share", Results())
     assert gone.status == NOT_RUN and "scale_claims.csv" in gone.evidence
 

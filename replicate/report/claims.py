@@ -496,7 +496,17 @@ def _study_claim(claim_id: str) -> Callable[..., Verdict]:
         if row is None or row.empty:
             return not_run(f"claim {claim_id} not in the scale study's claims table (scale_claims.csv)")
         row = row.iloc[0]
-        return Verdict(row["verdict"] if row["verdict"] in STATUSES else NOT_RUN, str(row["evidence"]))
+        status = row["verdict"] if row["verdict"] in STATUSES else NOT_RUN
+        if not all(math.isfinite(float(row[k])) for k in ("value", "ci_low", "ci_high")):
+            return Verdict(status, str(row["evidence"]))
+        # the slope signed so that the claim's direction is positive; its allowance the interval's half-width,
+        # so effects.judge reads the interval as the study does
+        sign = -1.0 if claim_id.startswith("scale_data_gain") else 1.0
+        effect = E.Effect(f"slope of ln(untied / tied ppl) vs {'log10 tokens, negated' if sign < 0 else 'share'}",
+                          None, sign * float(row["value"]), unit="", seeds=(int(row["n"]),),
+                          allowance=(float(row["ci_high"]) - float(row["ci_low"])) / 2,
+                          noise="95 % t interval of the slope over seed pairs (n − 2 dof)")
+        return Verdict(status, str(row["evidence"]), [effect])
     return check
 
 
