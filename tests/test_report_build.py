@@ -523,8 +523,9 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     verdicts = {"scale_data_gain": "holds", "scale_model_share": "holds", "scale_data_gain_drop0.3": "inconclusive",
                 "scale_model_share_drop0.3": "does not hold"}
     pd.DataFrame({"claim_id": list(verdicts), "verdict": list(verdicts.values()),
-                  "evidence": [f"slope {i}, 95 % t interval [{i}, {i + 1}]" for i in range(4)], "protocol": "reduced"}
-                 ).to_csv(t / "scale_claims.csv", index=False)
+                  "value": [-0.1, 0.2, -0.01, -0.3], "ci_low": [-0.15, 0.1, -0.2, -0.4], "ci_high": [-0.05, 0.3, 0.18, -0.2],
+                  "n": 9, "evidence": [f"slope {i}, 95 % t interval [{i}, {i + 1}]" for i in range(4)],
+                  "protocol": "reduced"}).to_csv(t / "scale_claims.csv", index=False)
     pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.3, 0.7],
                   "knn_overlap": [0.1, 0.4], "protocol": "reduced"}
                  ).to_csv(t / "scale_embedding_similarity.csv", index=False)
