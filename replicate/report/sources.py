@@ -133,7 +133,8 @@ def load(root: str | Path = "results") -> Results:
     # ------------------------------------------------------------------------- scale study
     _table(res, root, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
     _table(res, root, "scale_gain", P.SCALE_GAIN, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
-    res.scale_claims = _table(res, root, "scale_claims", P.SCALE_CLAIMS, ["claim_id", "verdict", "value", "ci_low", "ci_high", "n", "evidence", "protocol"])
+    res.scale_claims = _table(res, root, "scale_claims", P.SCALE_CLAIMS,
+                              ["claim_id", "verdict", "value", "ci_low", "ci_high", "n", "evidence", "protocol"])
     for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
                            ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
                            ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
