@@ -501,7 +501,10 @@ def _study_claim(claim_id: str) -> Callable[..., Verdict]:
             return Verdict(status, str(row["evidence"]))
         # the slope signed so that the claim's direction is positive; its allowance the interval's half-width,
         # so effects.judge reads the interval as the study does
-        sign = -1.0 if claim_id.startswith("scale_data_gain") else 1.0
+        from replicate.scale.study import CLAIMS as STUDY_CLAIMS
+
+        want_negative = next(c[4] for c in STUDY_CLAIMS if claim_id.split("_drop")[0] == c[0])
+        sign = -1.0 if want_negative else 1.0
         effect = E.Effect(f"slope of ln(untied / tied ppl) vs {'log10 tokens, negated' if sign < 0 else 'share'}",
                           None, sign * float(row["value"]), unit="", seeds=(int(row["n"]),),
                           allowance=(float(row["ci_high"]) - float(row["ci_low"])) / 2,
