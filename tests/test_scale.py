@@ -187,6 +187,27 @@ def test_theory_step0_matches_sweep_formula():
         math.log(math.exp(0.02 * 32) + n - 1))
 
 
+@pytest.mark.parametrize("tied, rescale, std", [(True, True, 1.0), (True, False, 0.1), (False, False, 0.1)])
+def test_spread_step0_loss_matches_a_sampled_zero_branch_model(tied, rescale, std):
+    """The log-sum-exp of a model whose blocks are identities, sampled: the spread form lands on it, while the
+    essay's form misses the other logits' variance (0.5 nats for T5's unit embedding with the rescale)."""
+    import torch
+
+    from replicate.scale.study import spread_step0_loss
+
+    d, n = 64, 33278  # the sweep's width and WikiText-2's vocabulary
+    g = torch.Generator().manual_seed(0)
+    emb = torch.randn(n, d, generator=g, dtype=torch.float64) * std
+    out = emb if tied else torch.randn(n, d, generator=g, dtype=torch.float64) * std
+    x = emb[:500]
+    h = x / x.pow(2).mean(1, keepdim=True).sqrt() * (d ** -0.5 if rescale else 1.0)
+    sampled = float(torch.logsumexp(h @ out.T, 1).mean())
+    # within 0.02: the form takes the self-logit at its mean (its spread, sd 0.7 at std 1, adds about 0.01)
+    assert spread_step0_loss(tied, rescale, d, std, n) == pytest.approx(sampled, abs=0.02)
+    essay = tt.theory_step0("tied_rescale" if rescale else "tied" if tied else "untied", d, std, n)
+    assert abs(essay - sampled) > 0.1
+
+
 def test_transformer_train_tiny(tmp_path):
     """A few steps on a synthetic corpus: curve and summary written, tying real, step-0 loss at the closed form."""
     import torch
@@ -259,6 +280,6 @@ def test_smoke_embedding_analysis_outputs(smoke_run):
     tf = pd.read_csv(res / "tables" / "scale_transformer.csv")
     assert set(tf["variant"]) == {"untied", "tied", "tied_rescale", "tied_rescale_unit"} and tf["selected"].all()
     unit = tf[tf["variant"] == "tied_rescale_unit"].iloc[0]
-    assert unit["embed_std"] == 1.0 and unit["theory_step0_loss"] > unit["log_n"]
+    assert unit["embed_std"] == 1.0 and unit["spread_step0_loss"] > unit["theory_step0_loss"] > unit["log_n"]
     # unit-variance logits add about var/2 = 0.5 nats to log n (T5's pairing); the others start near log n
     assert (abs(tf["step0_loss"] - tf["log_n"]) < tf["variant"].map(lambda v: 1.0 if v.endswith("unit") else 0.5)).all()

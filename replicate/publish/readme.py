@@ -85,7 +85,7 @@ VIEWS = {
                    percent=("embedding_share_untied",)),
               View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value", "ci_low", "ci_high")),
               View("tables/scale_transformer.csv", ("variant", "std", "lr", "seed"),
-                   ("selected", "step0_loss", "theory_step0_loss", "final_valid_ppl"))),
+                   ("selected", "step0_loss", "theory_step0_loss", "spread_step0_loss", "final_valid_ppl"))),
 }
 
 

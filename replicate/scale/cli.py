@@ -218,6 +218,7 @@ def cmd_transformer_summary(args) -> int:
     import pandas as pd
 
     from replicate.scale import figures, study
+    from replicate.scale.transformer import VARIANTS
 
     started = provenance.now()
     spec = load_spec(args.spec)
@@ -236,7 +237,11 @@ def cmd_transformer_summary(args) -> int:
         c.insert(0, "std", s["std"])
         c.insert(0, "variant", s["variant"])
         curves.append(c)
-    table = study.select_lr(pd.DataFrame(rows))
+    table = pd.DataFrame(rows)
+    table.insert(table.columns.get_loc("theory_step0_loss") + 1, "spread_step0_loss", [
+        study.spread_step0_loss(VARIANTS[r.variant]["tied"], VARIANTS[r.variant]["rescale"], r.d_model, r.embed_std,
+                                r.vocab_size) for r in table.itertuples()])
+    table = study.select_lr(table)
     table["protocol"] = protocol
     comparison = study.transformer_comparison(table)
     comparison["protocol"] = protocol

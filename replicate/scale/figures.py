@@ -185,11 +185,14 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
     axes[1].set_ylabel("gradient norm")
     axes[1].set_title("global, before clipping")
     axes[1].set_yscale("log")
-    t = table.groupby(["variant", "std"])[["step0_loss", "theory_step0_loss", "log_n"]].mean().reset_index()
+    t = table.groupby(["variant", "std"])[["step0_loss", "theory_step0_loss", "spread_step0_loss",
+                                            "log_n"]].mean().reset_index()
     # a dot plot around the references (bars from 0 would hide differences of a few hundredths of a nat)
     y = np.arange(len(t))
     axes[2].plot(t["step0_loss"], y, "o", color="black", label="measured")
     axes[2].plot(t["theory_step0_loss"], y, "|", color="tab:red", ms=14, mew=2, label="closed form (zero branches)")
+    axes[2].plot(t["spread_step0_loss"], y, "|", color="tab:blue", ms=14, mew=2,
+                 label="with the other logits' spread")
     if len(t):
         axes[2].axvline(t["log_n"].iloc[0], color="grey", ls=":", label="log n")
     axes[2].set_yticks(y, [a.replace("_", " + ") for a in t["variant"]])

@@ -431,6 +431,19 @@ def select_lr(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: int) -> float:
+    """Step-0 loss that also counts the spread of the logits of the n − 1 other tokens (zero residual
+    branches). Tied: ``initial_loss(..., spread=True)``, log(exp(s) + (n − 1) exp(v / 2)) with s the
+    self-logit and v = s² / d the other logits' variance (σ² with the d^-1/2 rescale, so 0.5 nats at σ = 1).
+    Untied (output at ``embed_std`` on a unit-rms hidden state): log n + d σ² / 2. The target's own logit
+    has mean 0 except where target = input, which this form ignores."""
+    from replicate.initial_loss.theory import initial_loss
+
+    if not tied:
+        return math.log(n) + d * embed_std**2 / 2
+    return float(initial_loss(d, embed_std, n, rescale=rescale, spread=True))
+
+
 def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
     """Per variant and std at its selected lr: mean final valid ppl over seeds with its 95 % t interval, and
     the log ratio against untied (same std) paired by seed with its interval."""

@@ -169,7 +169,7 @@ rule scale_transformer_summary:
         spec=spec_json(run_config("scale")),
         runs=SC_TF_RUNS,
         figures=subpath(output.fig, parent=True),
-        code=code_version("scale.figures", "scale.cli", "plotting"),
+        code=code_version("scale.study", "scale.figures", "scale.cli", "plotting"),
     log:
         R("logs/scale/transformer_summary.log"),
     shell:
