@@ -208,6 +208,29 @@ def test_spread_step0_loss_matches_a_sampled_zero_branch_model(tied, rescale, st
     assert abs(essay - sampled) > 0.1
 
 
+def test_t5_unit_embedding_starts_at_the_spread_form():
+    """T5's pairing (unit-variance tied embedding, d^-1/2 rescale) in the sweep's model at d 64 and WikiText-2's
+    vocabulary: the self-logit is sqrt(d) = 8, the other logits have variance 1, and the step-0 loss on random
+    tokens (no target = input) sits at the spread form, 0.47 nats above the essay's form."""
+    import torch
+
+    from replicate.llama import TransformerLM, draw_, param_generator
+    from replicate.scale.study import spread_step0_loss
+
+    n, d = 33278, 64
+    spec = {"variant": "tied_rescale_unit", "std": "0.02", "d_model": d, "n_layers": 2, "head_dim": 16,
+            "init": "normal"}
+    model = TransformerLM(tt.model_config(spec, n), seed=1)
+    with torch.no_grad():  # as tt.train draws it
+        draw_(model.embed.weight.data, tt.EMBED_STD["tied_rescale_unit"], "normal", param_generator(1, "embed.weight"))
+        tokens = torch.randint(0, n, (4, 129), generator=torch.Generator().manual_seed(0))
+        loss, ce, self_logit = model(tokens[:, :-1], tokens[:, 1:])
+    assert float(self_logit.mean()) == pytest.approx(8.0, abs=0.2)
+    # per token: log-sum-exp (nearly constant) minus the target's logit ~ N(0, 1); mean of 512: sd 0.045
+    assert float(loss) == pytest.approx(spread_step0_loss(True, True, d, 1.0, n), abs=0.15)
+    assert float(loss) - tt.theory_step0("tied_rescale_unit", d, 0.02, n) > 0.3
+
+
 def test_transformer_train_tiny(tmp_path):
     """A few steps on a synthetic corpus: curve and summary written, tying real, step-0 loss at the closed form."""
     import torch

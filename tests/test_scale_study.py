@@ -162,6 +162,19 @@ def test_transformer_lr_selection_and_comparison():
     comp = study.transformer_comparison(table).set_index("variant")
     assert comp.loc["tied", "log_ratio_vs_untied"] == pytest.approx(0.1)
     assert comp.loc["tied", "n_seeds"] == 2 and math.isnan(comp.loc["untied", "log_ratio_vs_untied"] or math.nan)
+    # tied's best is the sweep's lowest lr (its own best may lie below); untied's is inside
+    assert bool(comp.loc["tied", "lr_at_edge"]) and not bool(comp.loc["untied", "lr_at_edge"])
+    assert comp.loc["tied", "lrs_swept"] == 3
+
+
+def test_a_variant_sweeps_its_own_learning_rates():
+    tf = {"variants": ["untied", "tied_rescale"], "stds": [0.02], "lrs": [0.001, 0.003], "seeds": [1, 2],
+          "variant_lrs": {"tied_rescale": [0.003, 0.01, 0.03]}}
+    runs = study.transformer_runs(tf)
+    assert len(runs) == (2 + 3) * 2
+    assert {r["lr"] for r in runs if r["variant"] == "tied_rescale"} == {"0.003", "0.01", "0.03"}
+    assert {r["lr"] for r in runs if r["variant"] == "untied"} == {"0.001", "0.003"}
+    assert runs[0] == {"variant": "untied", "std": "0.02", "lr": "0.001", "seed": "1"}
 
 
 # ----------------------------------------------------------------------------- presets: cost and schema
@@ -182,7 +195,7 @@ def test_default_preset_costs_at_most_12_one_thread_hours():
     sc = preset("config.yaml")
     cost = study.one_thread_hours(sc)
     assert cost["total_hours"] <= 12.0, cost
-    assert cost["transformer_runs"] == 4 * 3 * 2  # 4 variants x 3 learning rates x 2 seeds
+    assert cost["transformer_runs"] == (3 * 3 + 4) * 2  # 3 variants x 3 lrs + the unit embedding's 4, 2 seeds
     assert len(sc["data"]["seeds"]) >= 3 and len(sc["model"]["seeds"]) >= 3 and len(sc["lstm"]["dropouts"]) == 2
     shares = [study_share(h) for h in sc["model"]["hiddens"]]
     assert max(shares) > 0.88 and min(shares) < 0.6  # the model axis moves the share from ~90 % towards 50 %
@@ -206,6 +219,8 @@ def test_paper_preset_is_larger():
     (("lstm", "overrides", "dropout_rate"), 0.5, ["scale.lstm.overrides.dropout_rate is not allowed here"]),
     (("transformer", "lrs"), [0.003, 2.0], ["2.0", "maximum of 1"]),
     (("transformer", "variants"), ["tied_rescale_t5"], ["tied_rescale_t5", "tied_rescale_unit"]),
+    (("transformer", "variant_lrs"), {"tied_rescale_t5": [0.01]}, ["tied_rescale_t5"]),
+    (("transformer", "variant_lrs"), {"tied": [0.01, 3.0]}, ["3.0", "maximum of 1"]),
 ])
 def test_bad_stopping_and_sweep_settings_are_refused_with_the_fix(path, value, words):
     from replicate.validate import Schemas, SettingError
@@ -229,8 +244,8 @@ SCALE_TARGETS = ("tables/scale_claims.csv", "tables/scale_embedding_similarity.c
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, results, lstm_jobs, recorded, tf_jobs", [
-    ("config.yaml", "results", 72, 6, 24),      # (3 pcts + 3 more hiddens) x 2 tyings x 3 seeds x 2 dropout levels
-    ("paper.yaml", "results", 206, 12, 36),     # (5 + 1 WT2 + 4 more hiddens) x 2 x 5 x 2 + the PR analysis, 2 x 3
+    ("config.yaml", "results", 72, 6, 26),      # (3 pcts + 3 more hiddens) x 2 tyings x 3 seeds x 2 dropout levels
+    ("paper.yaml", "results", 206, 12, 39),     # (5 + 1 WT2 + 4 more hiddens) x 2 x 5 x 2 + the PR analysis, 2 x 3
     ("smoke.yaml", "results_smoke", 18, 4, 4),  # (2 + 1 WT2 + 1 more hidden) x 2 x 1 seed x 2 + the PR analysis, 2
 ])
 def test_presets_plan_the_scale_dag(workflow_dir, name, results, lstm_jobs, recorded, tf_jobs):

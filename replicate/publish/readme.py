@@ -84,8 +84,12 @@ VIEWS = {
                     "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap"),
                    percent=("embedding_share_untied",)),
               View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value", "ci_low", "ci_high")),
-              View("tables/scale_transformer.csv", ("variant", "std", "lr", "seed"),
-                   ("selected", "step0_loss", "theory_step0_loss", "spread_step0_loss", "final_valid_ppl"))),
+              View("tables/scale_transformer_comparison.csv", ("variant", "std"),
+                   ("lr", "lrs_swept", "lr_at_edge", "n_seeds", "final_valid_ppl", "log_ratio_vs_untied",
+                    "log_ratio_lo", "log_ratio_hi"),
+                   note="The transformer variants, each at its own learning rate; log ratio = ln(untied / variant "
+                        "perplexity), paired by seed, with its 95 % t interval "
+                        "([scale.md](docs/scale.md#results)).")),
 }
 
 

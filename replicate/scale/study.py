@@ -416,6 +416,17 @@ def transformer_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any
     return spec
 
 
+def transformer_lrs(tf: dict[str, Any], variant: str) -> list[float]:
+    """The learning rates swept for ``variant``: its own ``variant_lrs`` entry, else ``lrs``."""
+    return list(tf.get("variant_lrs", {}).get(variant, tf["lrs"]))
+
+
+def transformer_runs(tf: dict[str, Any]) -> list[dict[str, str]]:
+    """Every transformer run of the section ``tf`` as path wildcards (variant, std, lr, seed)."""
+    return [{"variant": v, "std": str(std), "lr": lr_name(lr), "seed": str(seed)}
+            for v in tf["variants"] for std in tf["stds"] for lr in transformer_lrs(tf, v) for seed in tf["seeds"]]
+
+
 def lr_name(lr: float) -> str:
     """A learning rate as it appears in run paths: 0.001, 0.003."""
     return f"{float(lr):g}"
@@ -446,12 +457,16 @@ def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: in
 
 def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
     """Per variant and std at its selected lr: mean final valid ppl over seeds with its 95 % t interval, and
-    the log ratio against untied (same std) paired by seed with its interval."""
+    the log ratio against untied (same std) paired by seed with its interval. ``lr_at_edge``: the selected
+    lr is the lowest or highest of the variant's sweep, so its own best may lie outside the sweep."""
     sel = table[table["selected"]]
     rows = []
     for (variant, std), g in sel.groupby(["variant", "std"], sort=True):
         ci = t_interval(g["final_valid_loss"])
-        row = {"variant": variant, "std": std, "lr": float(g["lr"].iloc[0]), "n_seeds": ci["n"],
+        swept = table.loc[(table["variant"] == variant) & (table["std"] == std), "lr"]
+        lr = float(g["lr"].iloc[0])
+        row = {"variant": variant, "std": std, "lr": lr, "lrs_swept": int(swept.nunique()),
+               "lr_at_edge": bool(swept.nunique() > 1 and lr in (swept.min(), swept.max())), "n_seeds": ci["n"],
                "final_valid_ppl": math.exp(ci["mean"]), "valid_loss_mean": ci["mean"], "valid_loss_lo": ci["lo"],
                "valid_loss_hi": ci["hi"], "embedding_share": float(g["embedding_share"].iloc[0])}
         base = sel[(sel["variant"] == "untied") & (sel["std"] == std)].set_index("seed")["final_valid_loss"]
@@ -482,7 +497,7 @@ def one_thread_hours(cfg: dict[str, Any]) -> dict[str, float]:
         lstm += math.ceil(60 * resources.lstm_estimate(model, train, shape).one_thread_hours)
         n_lstm += 1
     tf = cfg["transformer"]
-    n_tf = len(tf["variants"]) * len(tf["stds"]) * len(tf["lrs"]) * len(tf["seeds"]) if tf["enabled"] else 0
+    n_tf = len(transformer_runs(tf)) if tf["enabled"] else 0
     tf_min = n_tf * math.ceil(60 * resources.transformer_one_thread_hours(tf, resources.corpus_shape(tf["dataset"])))
     return {"lstm_runs": n_lstm, "lstm_hours": lstm / 60, "transformer_runs": n_tf, "transformer_hours": tf_min / 60,
             "total_hours": (lstm + tf_min) / 60}

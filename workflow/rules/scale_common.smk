@@ -1,7 +1,7 @@
 # Scale study and embedding analysis: config views, run lists and targets used by scale.smk.
-from replicate.scale.study import (analysis_constraints, analysis_points, check_stopping, lr_name, lstm_grid,
+from replicate.scale.study import (analysis_constraints, analysis_points, check_stopping, lstm_grid,
                                    lstm_overrides, run_dir, run_settings, train_spec, train_tokens_for,
-                                   transformer_spec)
+                                   transformer_runs, transformer_spec)
 
 SC = config["scale"]
 SC_GRID = lstm_grid(SC) if SC["enabled"] else []
@@ -10,8 +10,7 @@ SC_ANALYSIS = [rebased(run_dir(**p)) for p in SC_ANALYSIS_POINTS]
 SC_ANALYSIS_CONSTRAINTS = analysis_constraints(SC_ANALYSIS_POINTS)  # the rule that records their embeddings
 SC_TF = SC["transformer"]
 SC_TF_RUNS = (
-    expand(R(paths.SCALE_TRANSFORMER_RUN), variant=SC_TF["variants"], std=[str(s) for s in SC_TF["stds"]],
-           lr=[lr_name(x) for x in SC_TF["lrs"]], seed=SC_TF["seeds"])
+    [R(paths.SCALE_TRANSFORMER_RUN.format(**run)) for run in transformer_runs(SC_TF)]
     if SC["enabled"] and SC_TF["enabled"] else []
 )
 if SC["enabled"]:
