@@ -49,6 +49,7 @@ VALUES = {
     "authors_code": "authors' code", "squared": "squared",
     # scale study
     "best_valid": "best valid ppl over epochs", "tied_rescale": "tied + rescale",
+    "tied_rescale_unit": "tied + rescale, unit embedding",
 }
 
 MATRICES = {  # embedding-similarity comparison parts
