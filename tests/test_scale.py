@@ -251,6 +251,9 @@ def test_transformer_train_tiny(tmp_path):
     assert s["step0_loss"] == pytest.approx(s["theory_step0_loss"], abs=0.05)
     curve = pd.read_csv(tmp_path / "curve.csv")
     assert list(curve["step"]) == [0, 1, 2, 3, 4] and curve["valid_loss"].notna().sum() == 3
+    # the test split (one window of 8 here) is read once, after training; valid's last value is the final one
+    assert math.isfinite(s["final_test_loss"]) and s["final_test_loss"] != s["final_valid_loss"]
+    assert s["final_valid_loss"] == curve["valid_loss"].dropna().iloc[-1]
     assert read_json(tmp_path / "summary.json")["provenance"]["config"]["variant"] == "tied"
 
 

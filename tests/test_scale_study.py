@@ -154,13 +154,16 @@ def test_transformer_lr_selection_and_comparison():
         for lr in (0.001, 0.003, 0.01):
             for seed in (1, 2):
                 loss = 5.0 + abs(math.log10(lr / best)) + (0.0 if variant == "untied" else -0.1) + 0.01 * seed
+                # test = valid + 0.2 for tied: the comparison must read test, the selection valid
+                test = loss + (0.2 if variant == "tied" else 0.0)
                 rows.append({"variant": variant, "std": "0.02", "lr": lr, "seed": seed, "final_valid_loss": loss,
-                             "embedding_share": 0.5})
+                             "final_test_loss": test, "embedding_share": 0.5})
     table = study.select_lr(pd.DataFrame(rows))
     sel = table[table["selected"]]
     assert set(zip(sel["variant"], sel["lr"])) == {("untied", 0.003), ("tied", 0.001)}
     comp = study.transformer_comparison(table).set_index("variant")
-    assert comp.loc["tied", "log_ratio_vs_untied"] == pytest.approx(0.1)
+    assert comp.loc["tied", "log_ratio_vs_untied"] == pytest.approx(0.1 - 0.2)  # on test
+    assert comp.loc["untied", "final_valid_ppl"] == pytest.approx(math.exp(5.015))
     assert comp.loc["tied", "n_seeds"] == 2 and math.isnan(comp.loc["untied", "log_ratio_vs_untied"] or math.nan)
     # tied's best is the sweep's lowest lr (its own best may lie below); untied's is inside
     assert bool(comp.loc["tied", "lr_at_edge"]) and not bool(comp.loc["untied", "lr_at_edge"])

@@ -18,6 +18,7 @@ COLUMNS = {
     "step0_loss": "loss at step 0", "theory_step0_loss": "closed form at step 0",
     "spread_step0_loss": "closed form + logit spread", "log_n": "log n",
     "final_valid_loss": "final valid loss", "final_valid_ppl": "final valid ppl",
+    "final_test_loss": "final test loss", "final_test_ppl": "final test ppl",
     "grad_norm_median": "grad norm median", "grad_norm_max": "grad norm max", "clip_fraction": "clipped steps",
     "loss_spikes": "loss spikes", "grad_spikes": "grad spikes", "valid_ppl": "valid ppl", "test_ppl": "test ppl",
     "train_ppl": "train ppl", "best_valid": "best valid", "soft_target_grad": "gradient into soft target",

@@ -445,13 +445,14 @@ SCALE_TABLES = (
       "knn_k", "knn_chance", "protocol"]),
     ("word_similarity", "Word-similarity benchmarks", "Human-judgement benchmarks (only when configured).", None),
     ("scale_transformer", "Small transformer on WikiText-2: untied vs tied vs tied + rescale",
-     "Initial loss at step 0 against the sweep's theory and log n, final valid loss, gradient-norm statistics, "
-     "spike counts.",
+     "Initial loss at step 0 against the sweep's theory and log n, final valid loss (chooses the lr) and test "
+     "loss, gradient-norm statistics, spike counts.",
      ["variant", "std", "lr", "seed", "selected", "d_model", "n_layers", "vocab_size", "steps", "step0_loss",
-      "theory_step0_loss", "spread_step0_loss", "log_n", "final_valid_loss", "grad_norm_median", "grad_norm_max", "clip_fraction", "loss_spikes",
-      "grad_spikes", "protocol"]),
+      "theory_step0_loss", "spread_step0_loss", "log_n", "final_valid_loss", "final_test_loss", "grad_norm_median",
+      "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes", "protocol"]),
     ("scale_transformer_comparison", "Transformer variants, each at its own best learning rate",
-     "Mean final valid loss over seeds with its 95 % t interval, and the log ratio against untied.", None),
+     "Each variant at the lr its valid loss chose: mean test loss over seeds with its 95 % t interval, and the "
+     "log ratio of test perplexities against untied, paired by seed.", None),
 )
 
 

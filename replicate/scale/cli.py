@@ -226,6 +226,7 @@ def cmd_transformer_summary(args) -> int:
     rows, curves = [], []
     keep = ["variant", "std", "lr", "embed_std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
             "step0_loss", "theory_step0_loss", "log_n", "final_train_loss", "final_valid_loss", "final_valid_ppl",
+            "final_test_loss", "final_test_ppl",
             "grad_norm_median", "grad_norm_p99", "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes"]
     for run in args.runs:
         run = Path(run)

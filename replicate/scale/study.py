@@ -456,21 +456,23 @@ def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: in
 
 
 def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
-    """Per variant and std at its selected lr: mean final valid ppl over seeds with its 95 % t interval, and
-    the log ratio against untied (same std) paired by seed with its interval. ``lr_at_edge``: the selected
-    lr is the lowest or highest of the variant's sweep, so its own best may lie outside the sweep."""
+    """Per variant and std at its selected lr (chosen on valid, ``select_lr``): the mean final TEST loss over
+    seeds with its 95 % t interval, and the log ratio of test perplexities against untied (same std), paired
+    by seed, with its interval; the valid perplexity the lr was chosen on beside them. ``lr_at_edge``: the
+    selected lr is the lowest or highest of the variant's sweep, so its own best may lie outside it."""
     sel = table[table["selected"]]
     rows = []
     for (variant, std), g in sel.groupby(["variant", "std"], sort=True):
-        ci = t_interval(g["final_valid_loss"])
+        ci = t_interval(g["final_test_loss"])
         swept = table.loc[(table["variant"] == variant) & (table["std"] == std), "lr"]
         lr = float(g["lr"].iloc[0])
         row = {"variant": variant, "std": std, "lr": lr, "lrs_swept": int(swept.nunique()),
                "lr_at_edge": bool(swept.nunique() > 1 and lr in (swept.min(), swept.max())), "n_seeds": ci["n"],
-               "final_valid_ppl": math.exp(ci["mean"]), "valid_loss_mean": ci["mean"], "valid_loss_lo": ci["lo"],
-               "valid_loss_hi": ci["hi"], "embedding_share": float(g["embedding_share"].iloc[0])}
-        base = sel[(sel["variant"] == "untied") & (sel["std"] == std)].set_index("seed")["final_valid_loss"]
-        mine = g.set_index("seed")["final_valid_loss"]
+               "final_valid_ppl": math.exp(g["final_valid_loss"].mean()), "final_test_ppl": math.exp(ci["mean"]),
+               "test_loss_mean": ci["mean"], "test_loss_lo": ci["lo"], "test_loss_hi": ci["hi"],
+               "embedding_share": float(g["embedding_share"].iloc[0])}
+        base = sel[(sel["variant"] == "untied") & (sel["std"] == std)].set_index("seed")["final_test_loss"]
+        mine = g.set_index("seed")["final_test_loss"]
         seeds = sorted(set(base.index) & set(mine.index))
         d = t_interval([base[s] - mine[s] for s in seeds]) if variant != "untied" and seeds else None
         row.update(log_ratio_vs_untied=d["mean"] if d else None, log_ratio_lo=d["lo"] if d else None,

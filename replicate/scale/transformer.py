@@ -9,7 +9,9 @@ Protocol: AdamW (betas 0.9/0.95), linear warmup then cosine decay to ``min_lr_ra
 decay on matrices (embedding included) but not on norm gains, global-norm clipping, random
 contiguous windows of the training split (the same batches for every variant of a seed: a paired
 comparison). Every parameter's init comes from its own per-name generator (replicate.llama), so untied and tied
-models of one seed share every common weight. Runs are minutes long: no checkpoint/resume (a killed
+models of one seed share every common weight. Valid loss (the first ``eval_tokens`` of the valid split) every
+``eval_every`` steps chooses each variant's lr; the test loss (same length, test split), measured once after
+the last step, is what the variants are compared on. Runs are minutes long: no checkpoint/resume (a killed
 run restarts; Snakemake removes its partial outputs).
 """
 
@@ -75,11 +77,12 @@ def count_spikes(values, window: int, factor: float) -> int:
 
 
 def theory_step0(variant: str, d: int, sigma: float, n: int) -> float:
-    sigma = EMBED_STD.get(variant, sigma)
     """The sweep's closed form (exact for zero residual branches): tied log(exp(d s)+n-1), tied+rescale
-    log(exp(s sqrt d)+n-1), untied log n (a random untied output gives logits ~ 0 relative to log n)."""
+    log(exp(s sqrt d)+n-1), untied log n (a random untied output gives logits ~ 0 relative to log n).
+    ``s`` is the embedding's std: ``sigma``, or the variant's own (EMBED_STD)."""
     from replicate.initial_loss.theory import initial_loss
 
+    sigma = EMBED_STD.get(variant, sigma)
     if variant == "untied":
         return math.log(n)
     return float(initial_loss(d, sigma, n, rescale=VARIANTS[variant]["rescale"]))
@@ -116,23 +119,27 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
     T, B = spec["seq_len"], spec["batch_size"]
     train_tokens = corpus.train
     gen = torch.Generator().manual_seed(seed)  # batches: same for every variant of this seed
-    valid = corpus.valid[: spec["eval_tokens"] + 1]
-    nwin = (len(valid) - 1) // T
-    if nwin < 1:
-        raise ReplicateError(f"eval_tokens={spec['eval_tokens']} is shorter than one window of {T}",
-                             "raise scale.transformer.eval_tokens")
-    v_in = valid[: nwin * T].view(nwin, T).to(dev)
-    v_tg = valid[1: nwin * T + 1].view(nwin, T).to(dev)
+    def windows(tokens, split: str):
+        """The first ``eval_tokens`` of a split as (inputs, targets) windows of length T."""
+        tokens = tokens[: spec["eval_tokens"] + 1]
+        nwin = (len(tokens) - 1) // T
+        if nwin < 1:
+            raise ReplicateError(f"eval_tokens={spec['eval_tokens']} gives no window of {T} tokens of the {split} "
+                                 "split", "raise scale.transformer.eval_tokens")
+        return tokens[: nwin * T].view(nwin, T).to(dev), tokens[1: nwin * T + 1].view(nwin, T).to(dev)
+
+    valid_windows, test_windows = windows(corpus.valid, "valid"), windows(corpus.test, "test")
 
     @torch.no_grad()
-    def evaluate() -> float:
+    def evaluate(split_windows) -> float:
+        inputs, targets = split_windows
         model.eval()
         total = 0.0
-        for s in range(0, nwin, B):
-            loss, _, _ = model(v_in[s:s + B], v_tg[s:s + B])
-            total += float(loss) * v_in[s:s + B].numel()
+        for s in range(0, len(inputs), B):
+            loss, _, _ = model(inputs[s:s + B], targets[s:s + B])
+            total += float(loss) * inputs[s:s + B].numel()
         model.train()
-        return total / v_in.numel()
+        return total / inputs.numel()
 
     rows = []
     t0 = time.perf_counter()
@@ -155,7 +162,7 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
         opt.step()
         valid_loss = float("nan")
         if step % spec["eval_every"] == 0 or step == spec["steps"] - 1:
-            valid_loss = evaluate()
+            valid_loss = evaluate(valid_windows)
         rows.append({"step": step, "lr": lr, "train_loss": loss_v, "grad_norm": gn, "emb_grad_norm": emb_gn,
                      "valid_loss": valid_loss})
         if step % max(1, spec["steps"] // 10) == 0 or step == spec["steps"] - 1:
@@ -166,6 +173,7 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
     last = curve.tail(max(1, len(curve) // 10))
     gns = curve["grad_norm"].to_numpy()
     final_valid = float(curve["valid_loss"].dropna().iloc[-1])
+    final_test = evaluate(test_windows)  # once, after training: the comparison's measure (lr chosen on valid)
     summary = {
         "run": spec["name"], "variant": spec["variant"], "std": str(spec["std"]), "lr": float(spec["lr"]),
         "embed_std": embed_std if embed_std is not None else cfg.sigma, "seed": seed,
@@ -174,7 +182,8 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
         "step0_loss": float(curve["train_loss"].iloc[0]),
         "theory_step0_loss": theory_step0(spec["variant"], cfg.d_model, cfg.sigma, n), "log_n": math.log(n),
         "final_train_loss": float(last["train_loss"].mean()), "final_valid_loss": final_valid,
-        "final_valid_ppl": math.exp(final_valid),
+        "final_valid_ppl": math.exp(final_valid), "final_test_loss": final_test,
+        "final_test_ppl": math.exp(final_test),
         "grad_norm_median": float(np.median(gns)), "grad_norm_p99": float(np.percentile(gns, 99)),
         "grad_norm_max": float(gns.max()), "clip_fraction": float((gns > spec["clip"]).mean()),
         "loss_spikes": count_spikes(curve["train_loss"], spec["spike_window"], 1 + spec["spike_rel"]),
@@ -186,5 +195,5 @@ def train(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | None
     rio.write_json(out_dir / "summary.json",
                    {**summary, "spec": spec, "provenance": provenance.collect(spec.get("config", spec), started, str(dev))})
     log(f"[{spec['name']}] done: step-0 loss {summary['step0_loss']:.3f} (theory {summary['theory_step0_loss']:.3f}, "
-        f"log n {summary['log_n']:.3f}); final valid loss {final_valid:.3f}")
+        f"log n {summary['log_n']:.3f}); final valid loss {final_valid:.3f}, test loss {final_test:.3f}")
     return summary
