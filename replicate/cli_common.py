@@ -78,6 +78,24 @@ class Terminated(BaseException):
     records how the attempt ended; the atomic writers never leave a half-written file either way."""
 
 
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc serve every allocation from its heap and keep what is freed for the next one.
+
+    A training step allocates and frees the same large arrays (logits, softmax, gathered rows) at every
+    step. By default glibc maps each array above 128 KiB (up to 32 MiB, adaptively) afresh and unmaps it
+    when freed, and the kernel zero-fills every page again on first touch: measured on a 2-core machine,
+    a 28 MB gather took 9-18 ms instead of 1.5 ms, and Inan's +AL step ran 25 % faster with this policy.
+    Speed only: no number changes. Returns whether it is set (False where the C library is not glibc)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's malloc.h
+    return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
+
+
 @contextlib.contextmanager
 def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iterator[Callable[[str], None]]:
     """One attempt of one training run: yields a ``log`` that also appends every line to
@@ -85,6 +103,8 @@ def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iter
     terminated or failed) after it. Snakemake deletes a job's ``log:`` file before each attempt; the run
     folder's ``train.log`` keeps all of them. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished."""
     from replicate.lstm.train import CHECKPOINT  # the engine's file name (a training command imports torch anyway)
+
+    keep_freed_memory()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

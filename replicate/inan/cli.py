@@ -17,13 +17,14 @@ def _train(args) -> int:
     from replicate import provenance
     from replicate.data import load_corpus
     from replicate.inan.train import TRAIN_MODULES, run_settings
+    from replicate.inan.trainer import AugmentedTrainer
     from replicate.lstm.runner import train_run
 
     spec = load_spec(args.spec)
     engine, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"],
                               spec.get("overrides"))
     name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
-    hooks = {"extra_loss": al} if al is not None else {}
+    hooks = {"extra_loss": al, "trainer_cls": AugmentedTrainer} if al is not None else {}
     # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
     # before training (a source edited while the run trains must not be stamped on its numbers)
     code_version = provenance.source_hash(*TRAIN_MODULES)

@@ -24,7 +24,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 PAPER_VARIANTS = ("vd", "al", "re", "real")  # the rows of the paper's Table 1
 # Code that decides a Table 1 / ablation run's numbers (the engine's math + the augmented loss)
-TRAIN_MODULES = ("inan.losses", "inan.train", *MATH_MODULES)
+TRAIN_MODULES = ("inan.losses", "inan.train", "inan.trainer", *MATH_MODULES)
 # per-size keys that are Inan's (not engine settings)
 AL_KEYS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias", "target_norm")
 
@@ -63,6 +63,22 @@ the soft target only (``replicate.inan.losses.target_embedding``). It has ``stat
         j_aug = augmented_loss(scores, targets, model.embedding.weight, self.tau, self.soft_target_grad,
                                target_norm=self.target_norm)
         return self.alpha * j_aug
+
+    def output_loss(self, features, targets, model):
+        """(summed NLL, summed J_aug) of one window on the engine's fused output-layer kernel: the same
+        numbers as ``F.cross_entropy`` + ``__call__`` (tests/test_inan_losses.py), one pass less per term."""
+        import torch
+
+        from replicate.inan.losses import target_embedding
+        from replicate.lstm import kernels
+
+        flat, tgt = features.reshape(-1, features.shape[-1]), targets.reshape(-1)
+        words, idx = torch.unique(tgt, return_inverse=True)
+        emb = model.embedding.weight
+        emb = target_embedding(emb if self.soft_target_grad else emb.detach(), self.target_norm)
+        rows = emb.index_select(0, words) / self.tau  # y~ of word w = softmax(rows[w] @ emb.T)
+        return kernels.output_loss(flat, model.output_weight, model.output_bias, tgt, rows, emb, idx,
+                                   self.tau, self.prediction_bias)
 
     def state_dict(self) -> dict:
         return {"tau": self.tau, "gamma": self.gamma, "soft_target_grad": self.soft_target_grad,

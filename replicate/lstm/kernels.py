@@ -16,8 +16,9 @@ editing it neither reruns finished jobs nor refuses a checkpoint.
   i, f, g, o; optional masks: one per sequence on the recurrent state, or one per gate on x and
   h_{t-1}). The input projection of all time steps is one (batched) matmul, the weight gradients are one matmul each after the backward time loop, and
   the per-step work is a handful of in-place ops, instead of ~20 autograd nodes per step.
-- ``linear_nll``: output layer + log-softmax + NLL summed over tokens, without materialising
-  log-probabilities twice; the backward reuses the softmax buffer (p - onehot).
+- ``output_loss``: output layer + log-softmax + NLL summed over tokens and, when asked, Inan's KL to a
+  soft target (``linear_nll`` is its NLL-only form), without materialising log-probabilities; the
+  backward writes the gradient into the softmax buffer (p - onehot, plus (y^ - y~) / tau).
 
 """
 
@@ -237,37 +238,116 @@ def lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask=None, in_mask=None):
     return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
 
 
-class _LinearNLL(torch.autograd.Function):
+class _OutputLoss(torch.autograd.Function):
+    """The output layer's whole training loss in one function: z = h W^T (+ b), the summed NLL and, with
+    soft-target rows r (U, H) against word vectors E (|V|, H), the summed KL(y~[idx] || softmax(s / tau)),
+    y~ = softmax(r E^T), s = z or z - b (``prediction_bias``). The gradients are written out, not taped:
+    d NLL / d z = softmax(z) - onehot; d KL / d z = (softmax(s / tau) - y~) / tau; into r and E (REAL)
+    through the softmax that forms y~. When E is W (tied, no bias), z and the soft logits come from one
+    GEMM and their gradients go back through two.
+    Passes over (N, |V|): the GEMM, one max, one exp per temperature, one sum of q per target word; the
+    backward writes the gradient once into the softmax buffer. Rows are not blocked: on a 2-core CPU
+    small-M GEMMs lose what a cache-sized block saves (docs/reproducibility.md)."""
+
     @staticmethod
-    def forward(ctx, h, weight, bias, targets):
-        logits = torch.addmm(bias, h, weight.t()) if bias is not None else h.mm(weight.t())
-        target_logit = logits.gather(1, targets[:, None])
-        top = logits.amax(1, keepdim=True)
-        probs = logits.sub_(top).exp_()
+    def forward(ctx, h, weight, bias, targets, soft_rows, word_vectors, idx, tau, prediction_bias):
+        n = h.shape[0]
+        merged = soft_rows is not None and word_vectors is weight and bias is None  # REAL: one GEMM for both
+        rows = torch.cat([h, soft_rows.detach()]) if merged else h
+        whole = torch.addmm(bias, rows, weight.t()) if bias is not None else rows.mm(weight.t())
+        z, a = (whole[:n], whole[n:]) if merged else (whole, None)
+        target_logit = z.gather(1, targets[:, None])
+        top = z.amax(1, keepdim=True)
+        z.sub_(top)  # every exponent below is <= 0
+        kl, saved = None, ()
+        if soft_rows is not None:
+            if a is None:
+                a = soft_rows.detach().mm(word_vectors.detach().t())
+            a_top = a.amax(1, keepdim=True)
+            soft = (a - a_top).exp_()
+            a_total = soft.sum(1, keepdim=True)
+            soft.div_(a_total)  # y~ of each distinct target word, (U, |V|)
+            log_norm = a_top.add_(a_total.log_())  # log y~ = a - log_norm
+            neg_entropy = _rowdot(soft, a).sub_(log_norm[:, 0])  # y~ . log y~
+            # q = (s - max z) / tau; without the bias in the prediction, b - min b keeps the exponents <= 0
+            if bias is not None and not prediction_bias:
+                shift = bias.detach().min() - bias.detach()
+                q = torch.add(shift.div_(tau), z, alpha=1.0 / tau)
+            else:
+                q = torch.mul(z, 1.0 / tau)
+            counts = torch.bincount(idx, minlength=soft.shape[0]).to(soft.dtype)
+            # sum_n KL_n = sum_n (y~ . log y~ - y~ . q_n + log sum exp q_n); the rows of a word share y~,
+            # so the y~ . q terms are taken with q summed per word (no (N, |V|) gather of y~)
+            agg = torch.zeros_like(soft).index_add_(0, idx, q)
+            into_soft = ctx.needs_input_grad[4] or ctx.needs_input_grad[5]  # REAL: per word, for the backward
+            soft_dot_q = _rowdot(soft, agg) if into_soft else None
+            total_q = q.exp_().sum(1)
+            kl = (torch.dot(counts, neg_entropy) - (soft_dot_q.sum() if into_soft else torch.dot(soft.view(-1), agg.view(-1)))
+                  + total_q.log().sum())
+            saved = (q, total_q, idx, counts, soft, a, log_norm, neg_entropy, agg, soft_dot_q, soft_rows, word_vectors)
+        probs = z.exp_()
         total = probs.sum(1, keepdim=True)
         nll = (total.log() + top - target_logit).sum()
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
-            probs.div_(total)
-            ctx.save_for_backward(h, weight, targets, probs)
-        ctx.has_bias = bias is not None
-        return nll
+        ctx.al, ctx.merged, ctx.has_bias = bool(saved), merged, bias is not None
+        ctx.tau, ctx.prediction_bias = tau, prediction_bias
+        ctx.save_for_backward(h, weight, targets, probs, total, whole, *saved)
+        return (nll, kl) if ctx.al else nll
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, d_nll):
-        h, weight, targets, probs = ctx.saved_tensors
-        grad = probs  # d nll / d logits = softmax - onehot (buffer reused: backward runs once)
-        grad[torch.arange(grad.shape[0], device=grad.device), targets] -= 1
-        grad.mul_(d_nll)
+    def backward(ctx, d_nll, d_kl=None):
+        h, weight, targets, grad, total, whole, *saved = ctx.saved_tensors
+        n = h.shape[0]
+        grad.mul_(d_nll / total)  # (softmax - onehot) * d_nll, in the softmax buffer
+        grad[torch.arange(n, device=grad.device), targets] -= d_nll
+        want_b = ctx.has_bias and ctx.needs_input_grad[2]
+        d_b = grad.sum(0) if want_b and not (ctx.al and ctx.prediction_bias) else None
+        d_rows = d_vectors = d_a = None
+        if ctx.al and d_kl is not None:
+            q, total_q, idx, counts, soft, a, log_norm, neg_entropy, agg, soft_dot_q, soft_rows, vectors = saved
+            c = d_kl / ctx.tau
+            grad.addcmul_(q, (c / total_q)[:, None])  # + y^ / tau * d_kl
+            grad.sub_(torch.index_select(soft, 0, idx, out=q), alpha=float(c))  # - y~ / tau * d_kl (q's buffer)
+            if want_b and ctx.prediction_bias:
+                d_b = grad.sum(0)
+            if soft_dot_q is not None:
+                # d KL / d a = y~ * (g - y~ . g), g = d KL / d log y~ = counts * log y~ - (q summed per word),
+                # written into a's buffer: y~ . g = counts * (y~ . log y~) - y~ . agg
+                d_a = a.sub_(log_norm + neg_entropy[:, None]).mul_((counts * d_kl)[:, None])
+                d_a.sub_(agg, alpha=float(d_kl)).add_((soft_dot_q * d_kl)[:, None]).mul_(soft)
+        if ctx.merged and d_a is not None:  # grad and d_a are the two halves of ``whole``: two GEMMs for both
+            d_hr = whole.mm(weight) if ctx.needs_input_grad[0] or ctx.needs_input_grad[4] else None
+            d_w = whole.t().mm(torch.cat([h, soft_rows.detach()])) if ctx.needs_input_grad[1] else None
+            d_h, d_rows = (d_hr[:n], d_hr[n:]) if d_hr is not None else (None, None)
+            return d_h, d_w, d_b, None, d_rows, None, None, None, None
         d_h = grad.mm(weight) if ctx.needs_input_grad[0] else None
         d_w = grad.t().mm(h) if ctx.needs_input_grad[1] else None
-        d_b = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-        return d_h, d_w, d_b, None
+        if d_a is not None:
+            d_rows = d_a.mm(vectors.detach()) if ctx.needs_input_grad[4] else None
+            d_vectors = d_a.t().mm(soft_rows.detach()) if ctx.needs_input_grad[5] else None
+        return d_h, d_w, d_b, None, d_rows, d_vectors, None, None, None
+
+
+def _rowdot(x, y):
+    """Row-wise dot products of two (N, K) arrays."""
+    return torch.linalg.vecdot(x, y)
+
+
+def output_loss(h, weight, bias, targets, soft_rows=None, word_vectors=None, idx=None, tau: float = 1.0,
+                prediction_bias: bool = False):
+    """Sum over rows of -log softmax(h @ weight.T + bias)[target]; with ``soft_rows`` r (U, H),
+    ``word_vectors`` E (|V|, H) and ``idx`` [N] (row n's soft target is softmax(r[idx[n]] @ E.T)), also
+    the sum over rows of KL(y~ || softmax(s / tau)), s the logits without the bias unless
+    ``prediction_bias``: returns (nll, kl) then. h [N, H], targets [N]. Proven equal to the plain
+    cross-entropy and KL transcriptions in float64 (tests/test_inan_fused_loss.py)."""
+    if not ((soft_rows is None) == (word_vectors is None) == (idx is None)):
+        raise ValueError("soft_rows, word_vectors and idx go together")
+    return _OutputLoss.apply(h, weight, bias, targets, soft_rows, word_vectors, idx, float(tau), bool(prediction_bias))
 
 
 def linear_nll(h, weight, bias, targets):
     """Sum over rows of -log softmax(h @ weight.T + bias)[target]; h [N, H], targets [N]."""
-    return _LinearNLL.apply(h, weight, bias, targets)
+    return output_loss(h, weight, bias, targets)
 
 
 def _native_lstm(x, h0, c0, w_ih, w_hh, bias):

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from replicate.errors import ReplicateError
+from replicate.inan.trainer import AugmentedTrainer
 from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
@@ -149,7 +150,9 @@ def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: in
 def _trainer(settings: dict, data: torch.Tensor, vocab: int, extra_loss=None) -> Trainer:
     mcfg, tcfg = resolve({**settings, "epochs": 2, "log_every": 10**9, "valid_batch_size": 1}, vocab)
     torch.manual_seed(0)
-    return Trainer(LSTMLM(mcfg), tcfg, data, data[:3], log=lambda s: None, extra_loss=extra_loss)
+    # the trainer the runs use: the augmented-loss rows train with the fused output-layer loss
+    trainer_cls = AugmentedTrainer if extra_loss is not None else Trainer
+    return trainer_cls(LSTMLM(mcfg), tcfg, data, data[:3], log=lambda s: None, extra_loss=extra_loss)
 
 
 def ours_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2,
@@ -252,13 +255,16 @@ def load_state() -> dict:
 
 
 def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int) -> dict:
+    from replicate.cli_common import keep_freed_memory
+
     torch.set_num_threads(threads)
+    allocator = "glibc, freed memory kept (as training runs)" if keep_freed_memory() else "the C library's default"
     start = load_state()
     if not start["idle"]:
         print(f"WARNING: load average {start['loadavg'][0]:.2f} > {IDLE_LOAD}: the machine is not idle; these "
               "ratios are not comparable with idle-machine figures", file=sys.stderr, flush=True)
     peaks = dict(zip(("wall", "cpu"), matmul_gflops()))
-    result = {"threads": threads, "matmul_gflops": peaks, "batches": batches, "repeats": repeats,
+    result = {"threads": threads, "allocator": allocator, "matmul_gflops": peaks, "batches": batches, "repeats": repeats,
               "load_start": start, "cells": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
