@@ -38,15 +38,29 @@ def test_table_and_json_carry_the_load_and_the_ratio(monkeypatch, tmp_path):
     monkeypatch.setattr(bench, "ours_tok_s", lambda *a, **k: (3000.0, 1500.0))
     monkeypatch.setattr(bench, "plain_loop_tok_s", lambda *a, **k: (2000.0, 1200.0))
     monkeypatch.setattr(bench, "eval_tok_s", lambda *a, **k: 4000.0)
-    args = argparse.Namespace(threads=2, cells="small", batches=1, repeats=1, vocab=100,
-                              out=str(tmp_path / "bench_speed.json"), table=str(tmp_path / "speed.csv"))
+    args = argparse.Namespace(threads=2, cells="small", batches=1, repeats=1, vocab=100, breakdown=False,
+                              default_allocator=True, out=str(tmp_path / "bench_speed.json"),
+                              table=str(tmp_path / "speed.csv"))
     assert bench.main(args) == 0
     table = pd.read_csv(args.table)
     assert table[["cell", "clock"]].values.tolist() == [["small", "wall"], ["small", "cpu"]]
     assert table["ratio"].tolist() == [1.5, 1.25]
     assert table["load_1min_start"].tolist() == [0.1, 0.1] and table["load_1min_end"].tolist() == [1.7, 1.7]
     assert table["idle"].all()
-    assert json.loads((tmp_path / "bench_speed.json").read_text())["code_version"]
+    saved = json.loads((tmp_path / "bench_speed.json").read_text())
+    assert saved["code_version"] and saved["allocator"] == "the C library's default"
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_inan_step_breakdown_parts_add_up(fused):
+    """Every part of an +REAL window is timed; the element-wise share is the whole output layer minus its
+    products (a benchmark's bookkeeping, not its speed)."""
+    from replicate.press_wolf import bench
+
+    parts = bench.inan_step_breakdown("inan_real", fused=fused, vocab=60, repeats=1)
+    assert all(v > 0 for k, v in parts.items() if not k.startswith("loss element-wise"))
+    assert parts["loss element-wise (output layer minus its products)"] == pytest.approx(
+        parts["output layer + loss, whole"] - parts["output GEMMs (3)"] - parts["soft-target product(s)"])
 
 
 def test_readme_block_shows_the_published_speed_table(tmp_path):

@@ -244,6 +244,83 @@ def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict
     return parts
 
 
+def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repeats: int = 7) -> dict:
+    """Milliseconds of one training window of an Inan cell (``inan_al``, ``inan_real``, ...) by part, at its
+    shapes: the recurrence (two VD-masked layers, forward + backward), the output layer's three GEMMs, the
+    soft-target product(s) (+AL: E[words] E^T; +REAL also its two backward products), the rest of the output
+    layer + loss (element-wise passes), the optimizer; ``fused``: the fused output-layer kernel
+    (``AugmentedTrainer``), else logits + ``F.cross_entropy`` + ``augmented_loss`` through autograd (the path
+    before the fused kernel). The whole step is the trainer's, from ``ours_tok_s``."""
+    settings, al, _, _ = cell(name)
+    mcfg, tcfg = resolve(settings, vocab)
+    H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(T, B, H, generator=g).requires_grad_()
+    zeros, mask = torch.zeros(B, H), (torch.rand(B, H, generator=g) > 0.3).float() / 0.7
+    w = [(torch.rand(4 * H, H, generator=g) * 0.2 - 0.1).requires_grad_() for _ in range(2 * L)]
+    bias = torch.zeros(4 * H, requires_grad=True)
+
+    def recurrence():
+        h = x
+        for i in range(L):
+            h, _ = kernels.lstm_sequence(h, zeros, zeros, w[2 * i], w[2 * i + 1], bias, mask)
+        h.sum().backward()
+
+    model = LSTMLM(mcfg)
+    data = zipf_tokens(T * B + 1, vocab)
+    inputs, targets = data[:-1].view(T, B), data[1:].view(T, B)
+    features = torch.rand(T, B, H, generator=g).requires_grad_()
+    emb, out_w, out_b = model.embedding.weight, model.output_weight, model.output_bias
+    rows = emb.detach()[targets.reshape(-1).unique()]
+    grad = torch.rand(T * B, vocab, generator=g)
+
+    def output_layer():
+        if fused:
+            nll, j_aug = al.output_loss(features, targets, model)
+            loss = nll / B + T * al.alpha * j_aug / targets.numel()
+        else:
+            logits = model.logits(features)
+            loss = (F.cross_entropy(logits.view(-1, vocab), targets.reshape(-1), reduction="sum") / B
+                    + T * al(logits, targets, features, model))
+        loss.backward()
+
+    soft = [lambda: rows.mm(emb.detach().t())]
+    if al.soft_target_grad:
+        soft += [lambda: grad[: rows.shape[0]].mm(emb.detach()), lambda: grad[: rows.shape[0]].t().mm(rows)]
+    h2 = features.detach().view(-1, H)
+    gemms = [lambda: (torch.addmm(out_b.detach(), h2, out_w.detach().t()) if out_b is not None
+                      else h2.mm(out_w.detach().t())), lambda: grad.mm(out_w.detach()), lambda: grad.t().mm(h2)]
+    params = list(model.parameters())
+    for p in params:
+        p.grad = torch.zeros_like(p)
+
+    def optimizer():
+        from replicate.lstm.train import clip_global_norm_
+
+        clip_global_norm_(params, tcfg.clip)
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-tcfg.lr)
+
+    with kernels.use("fast"):
+        parts = {"recurrence (2 VD layers)": _median_ms(recurrence, repeats),
+                 "output GEMMs (3)": _median_ms(lambda: [f() for f in gemms], repeats),
+                 "soft-target product(s)": _median_ms(lambda: [f() for f in soft], repeats),
+                 "output layer + loss, whole": _median_ms(output_layer, repeats),
+                 "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
+        trainer_cls = AugmentedTrainer if fused else Trainer
+        trainer = trainer_cls(model, tcfg, zipf_tokens(9 * T * B + 1, vocab), data[:3], log=lambda s: None,
+                              extra_loss=al)
+        trainer.batches = 2
+        trainer.train_epoch()  # warm-up
+        trainer.batches = 7
+        step = _timed(trainer.train_epoch, 7)[0]
+    parts["loss element-wise (output layer minus its products)"] = (
+        parts["output layer + loss, whole"] - parts["output GEMMs (3)"] - parts["soft-target product(s)"])
+    parts["whole training step"] = 1e3 / step
+    return parts
+
+
 # 1-minute load average above which the machine does not count as idle (other runnable processes)
 IDLE_LOAD = 0.5
 
@@ -254,11 +331,9 @@ def load_state() -> dict:
     return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
 
 
-def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int) -> dict:
-    from replicate.cli_common import keep_freed_memory
-
+def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
+        allocator: str = "the C library's default") -> dict:
     torch.set_num_threads(threads)
-    allocator = "glibc, freed memory kept (as training runs)" if keep_freed_memory() else "the C library's default"
     start = load_state()
     if not start["idle"]:
         print(f"WARNING: load average {start['loadavg'][0]:.2f} > {IDLE_LOAD}: the machine is not idle; these "
@@ -320,9 +395,30 @@ def speed_table(result: dict):
     return pd.DataFrame(rows)
 
 
+def print_breakdown(cells: list[str], threads: int, repeats: int) -> None:
+    """``inan_step_breakdown`` of each cell, fused kernel and autograd path side by side (milliseconds)."""
+    import pandas as pd
+
+    torch.set_num_threads(threads)
+    for name in cells:
+        table = pd.DataFrame({"autograd path (before)": inan_step_breakdown(name, fused=False, repeats=repeats),
+                              "fused kernel (now)": inan_step_breakdown(name, fused=True, repeats=repeats)})
+        print(f"{name}: ms per training window, {threads} thread(s), load {load_state()['loadavg'][0]:.2f}\n"
+              f"{table.round(1).to_string()}", flush=True)
+
+
 def main(args) -> int:
+    from replicate.cli_common import keep_freed_memory
+
+    # as a training job does (cli_common.training_attempt), unless the allocator's effect is what is measured
+    kept = not args.default_allocator and keep_freed_memory()
+    allocator = "glibc, freed memory kept (as training jobs)" if kept else "the C library's default"
     cells = [c for c in args.cells.split(",") if c]
-    result = run(args.threads, cells, args.batches, args.repeats, args.vocab)
+    if args.breakdown:
+        print(f"allocator: {allocator}")
+        print_breakdown(cells, args.threads, args.repeats)
+        return 0
+    result = run(args.threads, cells, args.batches, args.repeats, args.vocab, allocator)
     if args.out or args.table:
         from replicate import io as rio
         from replicate import provenance

@@ -58,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vocab", type=int, default=10000)
     p.add_argument("--out", default=None, help="optional JSON output (every repeat, load, code version)")
     p.add_argument("--table", default=None, help="optional CSV: medians and ratio per size and clock")
+    p.add_argument("--breakdown", action="store_true",
+                   help="instead: where one training window of each (Inan) cell spends its time, fused kernel "
+                        "against the autograd path")
+    p.add_argument("--default-allocator", action="store_true",
+                   help="leave the C library's allocator as it is (training jobs keep freed memory)")
     p.set_defaults(func=_bench)
 
     args = parser.parse_args(argv if argv is not None else sys.argv[1:])

@@ -68,5 +68,5 @@ rule press_wolf_speed:
     log:
         R("logs/press_wolf/speed.log"),
     shell:
-        "python -m replicate press-wolf bench --threads {threads} --cells {params.cells} --repeats 3 "
+        "python -m replicate press-wolf bench --threads {threads} --cells {params.cells} --repeats 5 "
         "--out {output.json} --table {output.table} > {log} 2>&1"
