@@ -63,4 +63,25 @@ rule all:
         final_targets(),
 
 
+# One target per experiment: `snakemake --cores 2 inan` runs (or `-n` plans) that experiment alone.
+rule press_wolf:
+    input:
+        press_wolf_targets(),
+
+
+rule inan:
+    input:
+        inan_targets(),
+
+
+rule initial_loss:
+    input:
+        initial_loss_targets(),
+
+
+rule scale:
+    input:
+        scale_targets(),
+
+
 check_requested_targets({"cell": parse_cell})  # a path no rule writes: name the part that does not fit

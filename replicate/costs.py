@@ -106,6 +106,40 @@ def write_docs(markdown_table: str, page: str = DOCS_PAGE) -> None:
         fh.write(f"{head}{BLOCK_BEGIN}\n{docs_block(markdown_table)}{BLOCK_END}{tail}")
 
 
+AGGREGATES = ("all", *EXPERIMENTS)  # target rules that only collect other jobs' outputs
+
+
+def headline(jobs: list[tuple[str, int | None]], cores: int | None) -> str:
+    """A plan's cost in one paragraph: estimated one-thread CPU hours, a wall-clock floor on ``cores``, the
+    longest job and where the rates come from. ``jobs``: (rule, one_thread_min or None) of each job to run."""
+    jobs = [(rule, minutes) for rule, minutes in jobs if rule not in AGGREGATES]
+    timed = [(int(minutes), rule) for rule, minutes in jobs if minutes is not None]
+    total = sum(m for m, _ in timed) / 60
+    longest, rule = max(timed, default=(0, "none"))
+    wall = max(total / max(int(cores or 1), 1), longest / 60)
+    rest = len(jobs) - len(timed)
+    if not timed:
+        return f"Estimated cost: {len(jobs)} cheap jobs (tables, figures, data steps), no training."
+    return (f"Estimated cost: {total:.1f} one-thread CPU hours in {len(jobs)} jobs"
+            + (f" ({rest} of them cheap tables, figures or data steps without an estimate)" if rest else "")
+            + f"; on {cores or 1} core(s) at least {wall:.1f} h of wall clock; longest job: {rule}, "
+            f"{longest / 60:.1f} one-thread h. Rates: {resources.MEASURED_ON} (replicate/resources.py; "
+            "per experiment: python -m replicate costs --remaining TARGETS).")
+
+
+def announce(jobs: list[tuple[str, int | None]], cores: int | None, notice_hours: float, log) -> None:
+    """Before a run's first job: its headline, and above ``notice_hours`` (config ``cost_notice_hours``)
+    what it is about to do and how to look first without running (it does not stop the run)."""
+    if not jobs:
+        return
+    log(headline(jobs, cores))
+    hours = sum(int(m) for r, m in jobs if m is not None and r not in AGGREGATES) / 60
+    if notice_hours and hours > notice_hours:
+        log(f"This run is above cost_notice_hours ({notice_hours:g} h): it trains for hours. To see the plan "
+            "without running anything: snakemake -n TARGETS (or python -m replicate costs --remaining TARGETS); "
+            "Ctrl-C stops it, and the same command resumes from the last checkpoints.")
+
+
 def plan(snakemake_args: list[str], remaining: bool = False) -> str:
     """The text of `snakemake -n [--forceall] ARGS` (this interpreter's Snakemake)."""
     cmd = [sys.executable, "-m", "snakemake", "-n", *([] if remaining else ["--forceall"]), *snakemake_args]

@@ -30,6 +30,7 @@ SPEC_MIN_CHARS = 80  # a quoted JSON object shorter than this is printed as it i
 # a single-quoted JSON object as shlex.quote writes it (a quote inside is closed, escaped, reopened)
 _QUOTED_JSON = re.compile(r"'\{(?:[^']|'\"'\"')*\}'")
 INTERRUPTED = "Terminating processes on user request"  # Snakemake's line when Ctrl-C stops a run
+DRY_RUN = "This was a dry-run"  # Snakemake's last line of a plan (-n)
 
 
 def spec_placeholder(spec_text: str) -> str:
@@ -133,8 +134,30 @@ class ShortPlanFilter(logging.Filter):
         return True
 
 
-def install(logger: logging.Logger) -> bool:
-    """Put one ShortPlanFilter on ``logger`` unless REPLICATE_FULL_PLAN is set; True if it is on."""
+class PlanCostFilter(logging.Filter):
+    """Adds what running the plan costs (replicate.costs.headline) above a dry run's last line, from the
+    ``one_thread_min`` resource of every job the plan printed."""
+
+    def __init__(self, cores: int | None = None):
+        super().__init__()
+        self.cores, self.jobs = cores, []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(getattr(record, "event", "") or "") == "job_info":
+            get = getattr(getattr(record, "resources", None), "get", lambda key: None)
+            self.jobs.append((getattr(record, "rule_name", ""), get("one_thread_min")))
+        elif isinstance(record.msg, str) and record.msg.startswith(DRY_RUN) and self.jobs:
+            from replicate.costs import headline
+
+            record.msg = f"{wrap_long_lines(headline(self.jobs, self.cores))}\n{record.msg}"
+        return True
+
+
+def install(logger: logging.Logger, cores: int | None = None) -> bool:
+    """Put a PlanCostFilter and, unless REPLICATE_FULL_PLAN is set, a ShortPlanFilter on ``logger`` (once);
+    True if the short plan is on."""
+    if not any(isinstance(f, PlanCostFilter) for f in logger.filters):
+        logger.addFilter(PlanCostFilter(cores))
     if os.environ.get(ENV_FULL_PLAN, "").strip() not in ("", "0"):
         return False
     if not any(isinstance(f, ShortPlanFilter) for f in logger.filters):

@@ -72,3 +72,32 @@ def test_write_docs_replaces_only_the_block(tmp_path):
     text = page.read_text(encoding="utf-8")
     assert text.startswith("# Costs\n\nbefore\n") and text.endswith(f"{costs.BLOCK_END}\nafter\n")
     assert _generated_block(text) == costs.docs_block("| t |").strip() and "old" not in text
+
+
+def test_headline_adds_up_the_jobs_and_names_the_longest():
+    jobs = [("press_wolf_train", 120), ("inan_train", 600), ("press_wolf_table", None), ("all", None), ("inan", None)]
+    line = costs.headline(jobs, cores=2)
+    assert line.startswith("Estimated cost: 12.0 one-thread CPU hours in 3 jobs (1 of them cheap")
+    assert "on 2 core(s) at least 10.0 h of wall clock; longest job: inan_train, 10.0 one-thread h" in line
+    assert resources.MEASURED_ON in line
+    assert "6.0 h of wall clock" in costs.headline([("press_wolf_train", 360)] * 2, cores=2)
+    assert costs.headline([("data_summary", None)], cores=8) == ("Estimated cost: 1 cheap jobs (tables, figures, "
+                                                                 "data steps), no training.")
+
+
+@pytest.mark.parametrize("notice, noted", [(3, True), (30, False), (0, False)])
+def test_announce_says_how_to_look_first_above_the_notice(notice, noted):
+    lines = []
+    costs.announce([("inan_train", 600)], 2, notice, lines.append)
+    assert lines[0].startswith("Estimated cost: 10.0")
+    assert (len(lines) == 2 and "snakemake -n TARGETS" in lines[1]) is noted
+
+
+def test_dry_run_of_an_experiment_target_ends_with_its_cost(workflow_dir):
+    """`snakemake -n inan` plans the experiment alone and prints what running it costs."""
+    from support.workflow import run_snakemake
+
+    out = run_snakemake(["-n", "inan"], cwd=workflow_dir).stdout
+    assert "rule inan_train:" in out and "rule press_wolf_train:" not in out
+    cost = out[out.index("Estimated cost:"):]
+    assert "one-thread CPU hours" in cost and "longest job: inan_train" in cost.replace("\n", " ")

@@ -54,11 +54,27 @@ def test_filter_rewrites_job_records_and_is_installed_once(monkeypatch):
     logger = logging.getLogger("test_plan_lines")
     assert plan_lines.install(logger) and plan_lines.install(logger)
     assert sum(isinstance(f, plan_lines.ShortPlanFilter) for f in logger.filters) == 1
+    assert sum(isinstance(f, plan_lines.PlanCostFilter) for f in logger.filters) == 1
     record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
     record.event, record.input, record.reason = "job_info", [f"results/f{i}" for i in range(9)], "Forced execution"
-    assert logger.filters[0].filter(record) and record.input[-1] == "... 6 more (9 files)"
+    short = next(f for f in logger.filters if isinstance(f, plan_lines.ShortPlanFilter))
+    assert short.filter(record) and record.input[-1] == "... 6 more (9 files)"
     monkeypatch.setenv(plan_lines.ENV_FULL_PLAN, "1")
-    assert not plan_lines.install(logging.getLogger("test_plan_lines_full"))
+    full = logging.getLogger("test_plan_lines_full")
+    assert not plan_lines.install(full)
+    assert [type(f) for f in full.filters] == [plan_lines.PlanCostFilter], "the cost line does not depend on it"
+
+
+def test_cost_filter_puts_the_plan_cost_above_the_dry_run_line():
+    cost = plan_lines.PlanCostFilter(cores=2)
+    for rule, minutes in (("press_wolf_train", 120), ("inan_train", 240), ("report", None)):
+        record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
+        record.event, record.rule_name, record.resources = "job_info", rule, {"one_thread_min": minutes}
+        cost.filter(record)
+    last = logging.LogRecord("x", logging.INFO, "", 0, f"{plan_lines.DRY_RUN} (flag -n).", None, None)
+    assert cost.filter(last)
+    head, tail = last.msg.rsplit("\n", 1)
+    assert head.startswith("Estimated cost: 6.0 one-thread CPU hours in 3 jobs") and tail.startswith(plan_lines.DRY_RUN)
 
 
 def test_default_plan_has_no_line_over_400_characters(workflow_dir):

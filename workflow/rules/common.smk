@@ -5,7 +5,7 @@ import sys
 
 from snakemake.logging import logger as _snakemake_logger
 
-from replicate import paths, plan_lines, progress
+from replicate import costs, paths, plan_lines, progress
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
@@ -18,7 +18,7 @@ os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.enviro
 
 # The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
 # rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/plan_lines.py).
-plan_lines.install(_snakemake_logger)
+plan_lines.install(_snakemake_logger, workflow.cores)
 
 # The results folder of this config: results/ unless the preset names another (the smoke preset writes
 # to results_smoke/, so that it never meets a real run's files, metadata or report).
@@ -31,9 +31,17 @@ def R(*rel):
 
 
 onstart:
-    # One progress line per running training job on the console, read from the jobs' logs (at most one
-    # per job per REPLICATE_PROGRESS_SECONDS, default 60; 0 turns it off; replicate/progress.py).
+    # What the run costs, before its first job (replicate/costs.py), then one progress line per running
+    # training job, read from the jobs' logs (at most one per job per REPLICATE_PROGRESS_SECONDS, default 60;
+    # 0 turns it off; replicate/progress.py).
+    costs.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in workflow.dag.needrun_jobs()],
+                   workflow.cores, config["cost_notice_hours"], _snakemake_logger.info)
     progress.start(R("logs"), _snakemake_logger.info)
+
+
+onsuccess:
+    if os.path.exists(R(paths.REPORT_HTML)):
+        _snakemake_logger.info(f"Report: {os.path.abspath(R(paths.REPORT_HTML))}")
 
 
 def rebased(path):
