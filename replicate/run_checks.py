@@ -34,6 +34,36 @@ def check_engine_settings(settings: dict[str, Any], where: str) -> dict[str, Any
     return settings
 
 
+def refuse_to_overwrite(metrics: str, wanted: dict[str, Any], recorded: Callable[[dict], dict[str, Any]],
+                        where: str, forced: bool) -> None:
+    """A finished run is never replaced by a run of other settings without being asked: if ``metrics`` (a run's
+    metrics.json) exists and ``recorded(its JSON)`` differs from ``wanted``, stop the plan, naming the folder,
+    each setting that differs (recorded -> wanted) and the three ways on. ``forced``: the command asked for
+    this run to be replaced (--forcerun / -R / --forceall / -f)."""
+    import json
+    import os
+
+    if forced or not os.path.isfile(metrics):
+        return
+    try:
+        with open(metrics, encoding="utf-8") as fh:
+            old = recorded(json.load(fh))
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # a result this cannot read is Snakemake's to judge (incomplete, corrupt: it reruns)
+    def shown(d: dict, key: str) -> str:
+        return repr(d[key]) if key in d else "its preset's"
+
+    changed = [f"{key}: {shown(old, key)} -> {shown(wanted, key)}"
+               for key in sorted(set(old) | set(wanted)) if old.get(key) != wanted.get(key)]
+    if changed:
+        folder = os.path.dirname(metrics)
+        raise SettingError(f"{where}: {folder} holds a finished run whose settings differ from this plan's "
+                           f"({'; '.join(changed)}); it would be overwritten",
+                           "keep it and run the new settings beside it as an ablation cell (e.g. small@epochs=3) "
+                           "or in another results folder (--config results_dir=results_mine); or replace it on "
+                           f"purpose: snakemake --forcerun {metrics} (before --config/--configfile)")
+
+
 def check_sweep_width(width: Any, head_dim: int, where: str) -> int:
     """A width of the initial-loss sweep: in range, and split into heads of even width (as
     ``replicate.llama.ModelConfig`` requires)."""

@@ -291,3 +291,25 @@ def test_code_change_reruns_dependent_rules(workflow_dir, tmp_path):
         fh.write("# an edit of the data stage's code\n")
     datasets = yaml.safe_load((workflow_dir / "config/smoke.yaml").read_text())["data"]["datasets"]
     assert planned() == {"fetch_data": len(datasets), "prepare_data": len(datasets), "data_summary": 1}
+
+
+def test_an_overlay_never_overwrites_a_finished_run(workflow_dir):
+    """A finished run whose settings differ from the plan's stops the plan before any job, naming the folder,
+    the setting (recorded -> wanted) and the ways on; the same plan without the overlay, or with --forcerun
+    on that run, goes ahead."""
+    from replicate.press_wolf.cells import cell_settings
+
+    target = "results/press_wolf/small/seed1/metrics.json"
+    run = workflow_dir / target
+    run.parent.mkdir(parents=True)
+    run.write_text(json.dumps({"settings": cell_settings("small", {}, seed=1), "valid_ppl": 120.0}))
+    (workflow_dir / "overlay.yaml").write_text("press_wolf:\n  overrides: {epochs: 3}\n")
+    overlay = ["--configfile", "config/config.yaml", "overlay.yaml"]
+    proc = run_snakemake(["--cores", "1", target, *overlay], cwd=workflow_dir, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "results/press_wolf/small/seed1 holds a finished run" in out
+    assert "epochs: its preset's -> 3" in out and "--forcerun results/press_wolf/small/seed1/metrics.json" in out
+    assert "rule fetch_data" not in out and json.loads(run.read_text())["valid_ppl"] == 120.0
+    run_snakemake(["-n", target], cwd=workflow_dir)  # the run's own settings: nothing to refuse
+    forced = run_snakemake(["-n", target, "--forcerun", target, *overlay], cwd=workflow_dir).stdout
+    assert "rule press_wolf_train:" in forced

@@ -9,6 +9,7 @@ from replicate import costs, paths, plan_lines, progress
 from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
 from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
 from replicate.provenance import source_hash
+from replicate.run_checks import refuse_to_overwrite
 from replicate.targets import explain as explain_target
 from replicate.validate import SettingError, nearest, parse_text
 
@@ -66,6 +67,13 @@ def code_version(*modules):
     Snakemake reruns a job when its params change (default --rerun-triggers), so editing
     e.g. replicate/lstm/ reruns the training jobs, and nothing else."""
     return source_hash("provenance", "io", "errors", *modules)
+
+
+def forced(rule, output):
+    """Whether the command asks for this job to run again (--forceall, --forcerun RULE or FILE, -f)."""
+    dag = workflow.dag_settings
+    return bool(dag.forceall or rule in dag.forcerun or output in dag.forcerun
+                or (dag.forcetargets and output in dag.targets))
 
 
 def plan_check(check):

@@ -127,8 +127,14 @@ def _engine_settings(spec_of):
 def inan_table1_check(wc):
     """Plan-time check of a Table 1 run: engine settings in range, memory estimate."""
     where = f"Inan Table 1 run {wc.dataset}/{wc.size}_{wc.variant}"
-    check_lstm_memory(check_engine_settings(_engine_settings(inan_table1_spec)(wc), where), wc.dataset,
-                      INAN["threads"], where)
+    spec = inan_table1_spec(wc)
+    engine, al = inan_run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"])
+    check_lstm_memory(check_engine_settings(engine, where), wc.dataset, INAN["threads"], where)
+    metrics = R(paths.INAN_TABLE1_METRICS).format(dataset=wc.dataset, size=wc.size, variant=wc.variant)
+    al_state = al.state_dict() if al else {}
+    refuse_to_overwrite(metrics, {**engine, **al_state},
+                        lambda m: {**m["settings"], **{k: m["inan"][k] for k in al_state}}, where,
+                        forced("inan_train", metrics))
 
 
 def inan_ablation_check(wc):

@@ -23,7 +23,10 @@ def press_wolf_check(wildcards):
     """Plan-time check of one run: its settings (the cell's name and @overrides included) against
     lstm.schema.yaml, as `python -m replicate press-wolf train` checks them; its memory estimate."""
     where = f"Press & Wolf run {wildcards.cell}/seed{wildcards.seed}"
-    check_lstm_memory(check_engine_settings(press_wolf_settings(wildcards), where), PW["dataset"], PW["threads"], where)
+    settings = check_engine_settings(press_wolf_settings(wildcards), where)
+    check_lstm_memory(settings, PW["dataset"], PW["threads"], where)
+    metrics = R(paths.PW_METRICS).format(cell=wildcards.cell, seed=wildcards.seed)
+    refuse_to_overwrite(metrics, settings, lambda m: m["settings"], where, forced("press_wolf_train", metrics))
 
 
 def press_wolf_spec(wildcards):
