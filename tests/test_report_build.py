@@ -17,7 +17,9 @@ from support.report_results import IL_VARIANTS, TEMPLATE, WIDTHS, _provenance, a
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate.report.build import build
 from replicate.report import labels
+from replicate.errors import ReplicateError
 from replicate.report import claims as C
+from replicate.report import effects as E
 from replicate.report.claims import CLAIMS
 from replicate.report.sources import load
 from replicate.report.render import to_html
@@ -406,9 +408,10 @@ def _add_repeats(res: Path) -> None:
 
 def test_summary_verdict_flips_with_contradicting_data(tmp_path):
     """With repeats measuring the noise, the one verdict flips: small+WT above small in valid ppl beyond the
-    noise 'does not hold'; one seed without a repeat is 'inconclusive', whatever the direction."""
+    noise 'does not hold', and the paper's 3.2 and 2.1 ppl inside our intervals 'reproduced'; one seed without a
+    repeat is 'inconclusive', whatever the direction. The row shows the seeds and dof behind the interval."""
     statement = next(c.statement for c in CLAIMS if c.id == "pw_small_tying")
-    for contradict, repeats, expected in ((False, True, "holds"), (True, True, "does not hold"),
+    for contradict, repeats, expected in ((False, True, "reproduced"), (True, True, "does not hold"),
                                           (False, False, "inconclusive"), (True, False, "inconclusive")):
         res = make_results(tmp_path / f"{contradict}{repeats}", contradict=contradict)
         if repeats:
@@ -419,7 +422,10 @@ def test_summary_verdict_flips_with_contradicting_data(tmp_path):
         cell = dict(zip(summary["header"], next(r for r in summary["rows"] if r[0]["text"].startswith(statement))))
         assert cell["verdict"]["text"] == expected and cell["verdict"]["cls"] == expected.replace(" ", "-")
         assert cell["paper"]["text"] == "3.2 ppl; 2.1 ppl"
-        assert ("one pair" not in cell["ours ± allowance"]["text"]) if repeats else \
+        # n: the table's n_seeds per row (1 here); dof: the pool of repeats the interval comes from
+        assert cell["seeds, dof"]["text"] == ("n = 1 / 1, 2 dof; n = 1 / 1, 2 dof" if repeats else
+                                              "n = 1 / 1, no interval; n = 1 / 1, no interval")
+        assert (" ± " in cell["ours ± 95 % interval"]["text"]) if repeats else \
             "seed noise not measured" in cell["why"]["text"]
 
 
@@ -479,12 +485,15 @@ def test_smoke_report_sections_figures_numbers(smoke_run):
         rel = f"{SMOKE_RESULTS}/tables/{csv.name}"
         assert f"results/tables/{csv.name}" in NOT_SHOWN or any(t["source"] == rel for t in csv_tables), \
             f"{rel} is not shown in the report"
-    # a smoke report says so before anything else; the claims table has one verdict per claim, uncoloured
-    assert "SMOKE RUN" in md.split("**The answer in brief**")[0] and "<title>SMOKE RUN:" in html
+    # a smoke report says so before anything else, in its title and its brief; the claims table has one
+    # verdict per claim, uncoloured; nothing unfilled, every count equal to the table
+    assert "SMOKE RUN" in md.split("**This smoke run in brief**")[0] and "<title>SMOKE RUN:" in html
+    assert md.splitlines()[0].endswith("smoke run (a pipeline check, not a replication)")
     verdict = doc.tables[0]["header"].index("verdict")
-    assert all(re.sub(r" \(uncommitted tree\)$", "", r[verdict]["text"]) in ("holds", "does not hold", "inconclusive",
-                                                                            NOT_RUN) and not r[verdict]["cls"]
+    assert all(re.sub(r" \(uncommitted tree\)$", "", r[verdict]["text"]) in E.VERDICTS and not r[verdict]["cls"]
                for r in doc.tables[0]["rows"])
+    assert "{{" not in md
+    assert_counts_match_the_table(md, html)
 
 
 @pytest.mark.slow
@@ -530,6 +539,9 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
                   "knn_overlap": [0.1, 0.4], "protocol": "reduced"}
                  ).to_csv(t / "scale_embedding_similarity.csv", index=False)
     build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    md = (tmp_path / "r.md").read_text()
+    # claim ids with a dot (_drop0.3) are filled like the others (they were printed as {{verdict:...}})
+    assert "{{" not in md and "at dropout 0.3: **inconclusive**" in md and "at dropout 0.3: **does not hold**" in md
     v = {c.id: v.status for c, v in C.evaluate_all(load(res))}  # each claim's own check on the owners' formats
     assert v["inan_al_small"] == "holds" and v["inan_real_best"] == "holds" and v["inan_subspace"] == "holds"
     assert v["emb_tied_output"] == "holds"
@@ -601,3 +613,117 @@ def test_verdicts_resting_on_runs_from_an_uncommitted_tree_are_marked(tmp_path):
     marked = {claim for claim, verdict in verdicts.items() if verdict.endswith("(uncommitted tree)")}
     assert marked and all("Press & Wolf 2017, Table 6" in claim for claim in marked)
     assert not any("Inan" in claim for claim in marked)
+
+
+# --------------------------------------------------- nothing unfilled, every stated count equals its table
+VERDICT_WORDS = re.compile(r"(\d+) (" + "|".join(re.escape(v) for v in sorted(E.VERDICTS, key=len, reverse=True)) + ")")
+
+
+def stated_counts(text: str) -> dict[str, int]:
+    """{verdict: n} from the count lines in ``text`` ('2 reproduced; 1 holds, larger than reported'), summed."""
+    out: dict[str, int] = {}
+    for n, verdict in VERDICT_WORDS.findall(text):
+        out[verdict] = out.get(verdict, 0) + int(n)
+    return out
+
+
+def assert_counts_match_the_table(md: str, html: str) -> None:
+    """The summary caption's and the answer in brief's counts (in total, and per paper) equal the verdict
+    column of the summary table; so does the count of verdicts from an uncommitted tree."""
+    summary = parse(html).tables[0]
+    col = summary["header"].index("verdict")
+    rows = [(r[0]["text"], re.sub(r" \(uncommitted tree\)$", "", r[col]["text"])) for r in summary["rows"]]
+    count = lambda pairs: {v: sum(1 for _, w in pairs if w == v) for v in {w for _, w in pairs}}  # noqa: E731
+    caption = next(p for p in parse(html).paragraphs if re.match(r"\d+ claims: ", p))
+    assert caption.startswith(f"{len(rows)} claims: ") and stated_counts(caption.split(". ")[0]) == count(rows)
+    glance = md[md.index('<div class="glance">'):md.index("</div>", md.index('<div class="glance">'))]
+    bullets = [b for b in glance.split("\n- ")[1:]]
+    assert stated_counts(glance) == count(rows), glance
+    for paper in ("Press & Wolf", "Inan"):
+        (bullet,) = [b for b in bullets if b.startswith(f"**{paper}")]
+        assert stated_counts(bullet.split("Claims: ")[1]) == count([r for r in rows if f"({paper}" in r[0]])
+    dirty = sum(r[col]["text"].endswith("(uncommitted tree)") for r in summary["rows"])
+    said = re.search(r"(\d+) of these verdicts rest on runs made from a tree with uncommitted changes", glance)
+    assert (int(said.group(1)) if said else 0) == dirty
+
+
+def test_stated_counts_check_can_fail():
+    """A count line that says '4 holds' where the table has 3: caught."""
+    assert stated_counts("Claims: 1 holds, smaller than reported; 4 holds; 2 not run in this protocol.") == {
+        E.SMALLER: 1, E.HOLDS: 4, NOT_RUN: 2}
+    assert stated_counts("4 not reproduced: smaller than reported; 1 reproduced") == {E.NOT_REPRODUCED: 4,
+                                                                                     E.REPRODUCED: 1}
+    with pytest.raises(AssertionError):
+        md = '<div class="glance">\n\n- **Press & Wolf 2017**: Claims: 4 holds.\n\n</div>'
+        html = to_html("| claim | verdict |\n|---|---|\n| a (Press & Wolf 2017) | holds |\n\n3 claims: 4 holds.\n",
+                       Path("."), "t")
+        assert_counts_match_the_table(md, html)
+
+
+def test_synthetic_report_has_nothing_unfilled_and_counts_match(synthetic_report):
+    assert "{{" not in synthetic_report["md"] and "{{" not in synthetic_report["html"]
+    assert_counts_match_the_table(synthetic_report["md"], synthetic_report["html"])
+
+
+BUNDLE = REPO_ROOT / "paper" / "measured"
+
+
+@pytest.fixture(scope="module")
+def bundle_report(tmp_path_factory) -> dict:
+    """The published bundle's report as the current code and template build it, into a copy of the bundle."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("bundle") / "measured"
+    shutil.copytree(BUNDLE, copy, ignore=shutil.ignore_patterns("report"))
+    build(copy, TEMPLATE, copy / "report/report.md", copy / "report/index.html", captions_dir=REPO_ROOT / "workflow/report")
+    return {"md": (copy / "report/report.md").read_text(), "html": (copy / "report/index.html").read_text(),
+            "verdicts": {c.id: v for c, v in C.evaluate_all(load(copy))}}
+
+
+@pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
+def test_published_report_has_nothing_unfilled_and_counts_match(bundle_report):
+    """The bundle as the current code builds it: no {{ anywhere; every count stated equals
+    the table behind it; AL's gain (1.37 ± 1.76 ppl against the paper's 6.3) reads 'not reproduced: smaller
+    than reported'; the essay's closed-form checks are counted apart from the scale study's trained runs."""
+    md, html = bundle_report["md"], bundle_report["html"]
+    assert "{{" not in md and "{{" not in html
+    assert_counts_match_the_table(md, html)
+    v = {k: x.verdict for k, x in bundle_report["verdicts"].items()}
+    assert v["inan_al_vd"] == E.NOT_REPRODUCED
+    assert "AL gain over VD-LSTM, valid ppl: 1.37 ± 1.76 ppl against the paper's 6.3 ppl: not reproduced" in md
+    # section 6.2: the shape holds twice, the level (0.151 against 0.06) is the one miss
+    assert (v["inan_subspace"], v["inan_subspace_rapid"], v["inan_subspace_level"]) == (
+        E.HOLDS, E.HOLDS, E.NOT_REPRODUCED_LARGER)
+    assert "**Initial loss and embedding share** (the essay's claims; closed-form" in md
+    assert "**The scale study** (the essay's claims; trained runs)" in md
+
+
+def test_a_directive_left_unfilled_is_an_error(tmp_path):
+    """A {{ that matches no directive (a typo, an id the pattern does not take) would be printed as is: the
+    build refuses it and names the line."""
+    res = make_results(tmp_path)
+    for line in ("Tying: {{verdict:pw_small_tying}", "Tying: {{ verdict: pw_small_tying }}", "{{Summary}}"):
+        bad = tmp_path / "t.md"
+        bad.write_text(TEMPLATE.read_text().replace("{{summary}}", f"{{{{summary}}}}\n\n{line}"))
+        with pytest.raises(ReplicateError, match="unfilled directive"):
+            build(res, bad, tmp_path / "r.md", tmp_path / "r.html")
+
+
+def test_a_smoke_report_calls_itself_a_smoke_run_in_its_title_and_brief(tmp_path):
+    """Its page title, its heading and its answer in brief say smoke run; 'replication report' appears in
+    none of them. The same results at a real protocol keep the template's title."""
+    res = make_results(tmp_path)
+    table = pd.read_csv(res / "tables/press_wolf_table6.csv").assign(protocol="smoke")
+    table.to_csv(res / "tables/press_wolf_table6.csv", index=False)
+    build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html")
+    md, html = (tmp_path / "r.md").read_text(), (tmp_path / "r.html").read_text()
+    title = re.search(r"<title>(.*)</title>", html).group(1)
+    h1 = md.splitlines()[0]
+    brief = md[md.index('<div class="glance">'):][:400]
+    assert "smoke run" in title.lower() and "replication report" not in title
+    assert h1 == "# Tied input and output embeddings: smoke run (a pipeline check, not a replication)"
+    assert "**This smoke run in brief**" in brief and "replication report" not in brief
+    real = make_results(tmp_path / "reduced")
+    build(real, TEMPLATE, tmp_path / "s.md", tmp_path / "s.html")
+    assert (tmp_path / "s.md").read_text().splitlines()[0] == "# Tied input and output embeddings: replication report"
+    assert "**The answer in brief**" in (tmp_path / "s.md").read_text()

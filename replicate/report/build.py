@@ -5,11 +5,12 @@ directives the builder fills in:
 
 - a line ``{{name}}`` alone inserts a generated block: ``summary`` (the claims table), ``press_wolf``,
   ``inan``, ``initial_loss``, ``scale``, ``other_figures``, ``compute``, ``provenance``;
-- inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold).
+- inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold);
+- anything else left as ``{{`` in the filled report is an error, never printed.
 
 The plain answer per paper (``summary.glance``) and the table of contents go right after the title; a
-smoke or mixed-protocol report opens with a banner (``summary.banner``), its title says so, and its
-verdicts carry no colour.
+smoke or mixed-protocol report opens with a banner (``summary.banner``), its title says so (a smoke run's
+calls itself one, not a replication report: ``summary.heading``), and its verdicts carry no colour.
 
 The filled template is report.md; index.html is that Markdown rendered (``replicate.report.render``).
 Every generated number is read from a result file; a missing result is shown as
@@ -19,6 +20,7 @@ Every generated number is read from a result file; a missing result is shown as
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 from replicate import provenance as prov
@@ -28,12 +30,12 @@ from replicate.report import claims as claims_mod
 from replicate.report.render import headings, to_html
 from replicate.report.sections import BUILDERS, Context
 from replicate.report.sources import load
-from replicate.report.summary import banner, glance, plain, protocols
+from replicate.report.summary import banner, glance, heading, plain, protocols
 
 
 # ------------------------------------------------------------------------------------ template
 _BLOCK = re.compile(r"^\{\{\s*([a-z_]+)\s*\}\}$")
-_INLINE = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_]+))?\s*\}\}")
+_INLINE = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_.]+))?\s*\}\}")   # claim ids may hold a dot: _drop0.3
 
 
 def fill_template(text: str, ctx: Context) -> str:
@@ -58,15 +60,21 @@ def fill_template(text: str, ctx: Context) -> str:
             raise ReplicateError(f"unknown block directive {line.strip()} in the report template",
                                  f"use one of {sorted(BUILDERS)}")
         out.append(f"\n{BUILDERS[m.group(1)](ctx)}\n" if m else _INLINE.sub(sub, line))
+    left = [line for line in "\n".join(out).splitlines() if "{{" in line]
+    if left:  # a directive the patterns above did not match would be printed as is
+        raise ReplicateError(f"the report would print an unfilled directive: {left[0].strip()!r}",
+                             "write it as a line {{name}} or inline {{verdict:<claim id>}}")
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
 
 
-def _front_matter(markdown: str, stamp: str, answer: str, warning: str) -> str:
-    """The banner (if any), the build stamp, the plain answer and a table of contents (the level-2 headings)
-    after the title."""
+def _front_matter(markdown: str, stamp: str, answer: str, warning: str, retitle=lambda t: t) -> str:
+    """The title (``retitle``: a smoke run's says so), then the banner (if any), the build stamp, the plain
+    answer and a table of contents (the level-2 headings)."""
     toc = B.bullets([f"[{B.escape(text)}](#{anchor})" for text, anchor in headings(markdown)])
     lines = markdown.split("\n")
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+    if at:
+        lines[at - 1] = "# " + retitle(lines[at - 1][2:])
     front = [warning, stamp, answer, "**Contents**", toc]
     return "\n".join(lines[:at] + [x for block in front if block for x in ("", block)] + [""] + lines[at:])
 
@@ -91,8 +99,9 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     git = prov.git_state()
     stamp = (f"Built {prov.now()} from commit {(git.get('commit') or 'unknown')[:10]}"
              f"{' (with uncommitted changes)' if git.get('dirty') else ''}; results folder `{results_dir}`.")
-    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx), banner(res))
-    doc_title = title or next((text for text, _ in headings(markdown, level=1)), "Report")
+    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx), banner(res),
+                             partial(heading, res))
+    doc_title = heading(res, title) if title else next((text for text, _ in headings(markdown, level=1)), "Report")
     if not plain(res):
         doc_title = f"{' + '.join(protocols(res)).upper()} RUN: {doc_title}"
     rio.write_text(out_md, markdown)

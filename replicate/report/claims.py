@@ -6,7 +6,9 @@ result table, ``None`` when the pipeline did not produce it in this protocol) an
 ``not run in this protocol`` when a table or a row it needs is missing) and the ``effects`` it is about
 (``replicate.report.effects``: the paper's size beside ours, with the seeds behind ours and a seed-noise
 allowance from ``replicate.report.noise``). The one verdict the report shows, ``Verdict.verdict``, follows
-from both by the fixed rule of effects.py.
+from both by the fixed rule of effects.py. A level (a value to reach: section 6.2's distance at β = 1) is a
+claim of its own, judged against the paper's value; a shape claim (falls, rapidly) is judged on its shape
+alone, so that one miss is not counted twice.
 The canonical frames each check reads: docs/report.md, "The claims' input".
 """
 
@@ -27,7 +29,7 @@ from replicate.report import labels
 from replicate.report import noise
 from replicate.report.format import NOT_RUN
 
-HOLDS, FAILS, INCONCLUSIVE, STATUSES = E.HOLDS, E.FAILS, E.INCONCLUSIVE, E.STATUSES
+HOLDS, FAILS, INCONCLUSIVE, STATUSES, VERDICTS = E.HOLDS, E.FAILS, E.INCONCLUSIVE, E.STATUSES, E.VERDICTS
 
 DEFAULT_TOLERANCES = {
     # |measured - log(exp(d sigma) + n - 1)| / the closed form, tied zero-branch models (a fraction) ...
@@ -66,7 +68,8 @@ class Verdict:
 
     @property
     def why(self) -> str:
-        """Why the verdict is not a plain 'holds', and what part of the claim was run (may be empty)."""
+        """Why the verdict is not a plain 'reproduced' or 'holds', and what part of the claim was run (may be
+        empty)."""
         return "; ".join(p for p in (E.judge(self.status, self.effects)[1], self.scope) if p)
 
 
@@ -146,7 +149,7 @@ def _diff(r, frame, before: str, after: str, what: str, keys: list[str], metric:
     paper = sign * (pa - pb) if pa is not None and pb is not None else None
     level = (_num(a, metric) + _num(b, metric)) / 2
     al = noise.allowance(r.pools, keys, level, _n(a), _n(b), metric)
-    return E.Effect(what, paper, ours, "ppl", (_n(a), _n(b)), al.value, al.note, flag=al.flag)
+    return E.Effect(what, paper, ours, "ppl", (_n(a), _n(b)), al.value, al.note, flag=al.flag, dof=al.dof)
 
 
 def _both(r, frame, before: str, after: str, what: str, keys: list[str], key: str = "model") -> list:
@@ -358,16 +361,23 @@ def reading_has_shape(row: pd.Series) -> bool:
 
 
 def _figure1_level(r) -> E.Effect | None:
-    """The distance at beta = 1 (panel a): ours beside the paper's approximate value."""
+    """The distance at beta = 1 (panel a): ours beside the paper's approximate value, with the 95 % t interval
+    of the mean from the point's own seeds (distance_std, n_seeds; n − 1 dof) where it has two or more."""
     f = r.inan_figure1
-    a = f[(f["panel"] == "a") & (f["beta"] == f["beta"].max())] if "panel" in f.columns else f.iloc[0:0]
-    if a.empty:
+    a = f[(f["panel"] == "a") & (f["beta"] == f["beta"].max())] if f is not None and "panel" in f.columns else None
+    if a is None or a.empty:
         return None
     paper = a["paper_distance_approx"].dropna() if "paper_distance_approx" in a.columns else pd.Series(dtype=float)
     seeds = int(a["n_seeds"].iloc[0]) if "n_seeds" in a.columns and pd.notna(a["n_seeds"].iloc[0]) else 1
+    std = float(a["distance_std"].iloc[0]) if "distance_std" in a.columns else math.nan
+    allow, how, dof = None, "one seed: the paper's value must lie within a factor of 2 of ours", None
+    if seeds >= 2 and math.isfinite(std):
+        dof = seeds - 1
+        allow, how = (noise.t_factor(dof) * std / math.sqrt(seeds),
+                      f"95 % t interval of the mean from the point's own {seeds} seeds ({dof} dof)")
     return E.Effect(f"subspace distance at β = {a['beta'].iloc[0]:g}",
                     float(paper.iloc[0]) if len(paper) else None,
-                    float(a["distance"].mean()), "", (seeds,), level=True)
+                    float(a["distance"].mean()), "", (seeds,), allow, how, level=True, dof=dof)
 
 
 def inan_distance_rapid_in_beta(r) -> Verdict:
@@ -377,7 +387,7 @@ def inan_distance_rapid_in_beta(r) -> Verdict:
     s = beta_shape(curve)
     v = _verdict(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
                              f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}")
-    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
+    return _with(v, scope=_readings_reproduce(r))  # a shape: the level at β = 1 is its own claim
 
 
 def _spread_allowance(f: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> tuple[float | None, str]:
@@ -403,7 +413,8 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
     return _with(v, E.Effect(f"subspace distance at τ = {t0:g} − at τ = {t1:g}", None, d0 - d1, "",
-                             seeds, allow, how), scope=_readings_reproduce(r))
+                             seeds, allow, how, dof=sum(seeds) - 2 if allow is not None else None),
+                 scope=_readings_reproduce(r))
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -414,7 +425,15 @@ def inan_distance_falls_with_beta(r) -> Verdict:
     rho = pd.Series([b for b, _ in curve]).corr(pd.Series([d for _, d in curve]), method="spearman")
     v = _verdict(d_hi < d_lo and rho < 0, f"mean distance {d_lo:.3f} at β = {lo:g} → {d_hi:.3f} at β = {hi:g}; "
                  f"Spearman ρ(β, distance) = {rho:.2f} over {len(curve)} β values; {_figure1_basis(r)}")
-    return _with(v, _figure1_level(r), scope=_readings_reproduce(r))
+    return _with(v, scope=_readings_reproduce(r))  # a shape: the level at β = 1 is its own claim
+
+
+def inan_distance_level(r) -> Verdict:
+    level = _figure1_level(r)
+    if level is None or level.paper is None:
+        return not_run("Figure 1a has no point at the largest β with the paper's value beside it")
+    return _with(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {r.inan_figure1['beta'].max():g} against the "
+                                f"paper's about {level.paper:g}; {_figure1_basis(r)}"), level)
 
 
 # ---------------------------------------------------------------------------- initial loss
@@ -508,25 +527,65 @@ def _study_claim(claim_id: str) -> Callable[..., Verdict]:
         effect = E.Effect(f"slope of ln(untied / tied ppl) vs {'log10 tokens, negated' if sign < 0 else 'share'}",
                           None, sign * float(row["value"]), unit="", seeds=(int(row["n"]),),
                           allowance=(float(row["ci_high"]) - float(row["ci_low"])) / 2,
-                          noise="95 % t interval of the slope over seed pairs (n − 2 dof)")
+                          noise="95 % t interval of the slope over seed pairs (n − 2 dof)", dof=int(row["n"]) - 2)
         return Verdict(status, str(row["evidence"]), [effect])
     return check
 
 
-def _similarity_allowance(e: pd.DataFrame) -> tuple[float | None, str, str]:
-    """The 95 % t half-width of the mean (to output − to input) difference over seed pairs; the pairs share
-    runs, so the dof is the tied model's independent seeds minus one, not the pairs'."""
+def _similarity_allowance(e: pd.DataFrame) -> tuple[float | None, str, str, int | None]:
+    """The 95 % t half-width of the mean (to output − to input) difference over seed pairs, with its note, flag
+    and dof; the pairs share runs, so the dof is the tied model's independent seeds minus one, not the pairs'."""
     if not {"seed_a", "seed_b"} <= set(e.columns):
-        return None, "seed pairs not recorded", ""
+        return None, "seed pairs not recorded", "", None
     wide = e.pivot_table(index=["seed_a", "seed_b"], columns="comparison", values="spearman")
     diff = (wide["tied_vs_untied_output"] - wide["tied_vs_untied_input"]).dropna()
     seeds = diff.index.get_level_values("seed_a").nunique()
     if seeds < 2:
-        return None, "one seed of the tied model", ""
+        return None, "one seed of the tied model", "", None
     t = noise.t_factor(seeds - 1)
     return (t * float(diff.std(ddof=1)) / math.sqrt(seeds),
             f"95 % t interval over {len(diff)} seed pairs of {seeds} tied runs ({seeds - 1} dof, t = {t:.3g})",
-            "one pair" if seeds == 2 else "")
+            "one pair" if seeds == 2 else "", seeds - 1)
+
+
+# the small transformer: each variant at the lr its valid loss chose, compared on test (scale.study)
+TF_VARIANTS = {"untied": "untied", "tied": "tied", "tied_rescale": "tied + rescale (σ 0.02)",
+               "tied_rescale_unit": "tied + rescale (unit embedding)"}
+
+
+def tf_tying_lowers_test_ppl(r) -> Verdict:
+    """ln(untied / tied test ppl) of the small transformer, paired by seed, with the study's 95 % t interval
+    (positive: tying lowers the test perplexity, the way the essay expects of a small model)."""
+    c = r.raw.get("scale_transformer_comparison")
+    row, base = _row(c, "variant", "tied"), _row(c, "variant", "untied")
+    ours, lo, hi = (_num(row, k) for k in ("log_ratio_vs_untied", "log_ratio_lo", "log_ratio_hi"))
+    if ours is None or base is None:
+        return not_run("the transformer comparison has no tied row with its log ratio against untied")
+    n = _n(row)
+    known = lo is not None and hi is not None and n >= 2
+    effect = E.Effect("ln(untied / tied test ppl)", None, ours, "", (n,), (hi - lo) / 2 if known else None,
+                      f"95 % t interval over {n} seed pairs ({n - 1} dof)" if known else "one seed pair",
+                      flag="one pair" if n == 2 else "", dof=n - 1 if known else None)
+    return _with(_verdict(ours > 0, f"test ppl untied {_num(base, 'final_test_ppl'):.1f} (lr {_num(base, 'lr'):g}) "
+                                    f"vs tied {_num(row, 'final_test_ppl'):.1f} (lr {_num(row, 'lr'):g}); "
+                                    f"ln(untied / tied) = {ours:+.3f} (below 0: tied worse)"), effect)
+
+
+def tf_no_added_loss_spikes(r) -> Verdict:
+    """Each tied variant's runs at its own lr have no more loss spikes than untied's (a count: its own test)."""
+    t = r.raw.get("scale_transformer")
+    if t is None or not {"selected", "loss_spikes"} <= set(t.columns):
+        return not_run("the transformer table has no selected runs with their loss spikes")
+    sel = t[t["selected"].astype(str).str.lower() == "true"]
+    spikes = {v: [int(x) for x in g["loss_spikes"]] for v, g in sel.groupby("variant", sort=False)}
+    grads = {v: [int(x) for x in g["grad_spikes"]] for v, g in sel.groupby("variant")} if "grad_spikes" in sel else {}
+    if "untied" not in spikes or len(spikes) < 2:
+        return not_run("the transformer table has no untied and tied runs at their own lr")
+    ok = all(sum(k) <= sum(spikes["untied"]) for v, k in spikes.items() if v != "untied")
+    per = "; ".join(f"{TF_VARIANTS.get(v, v)} {', '.join(map(str, k))}"
+                    + (f" (gradient-norm spikes {', '.join(map(str, grads[v]))})" if v in grads else "")
+                    for v, k in spikes.items())
+    return _verdict(ok, f"loss spikes per run at each variant's own lr: {per}")
 
 
 def emb_tied_like_output(r) -> Verdict:
@@ -539,11 +598,11 @@ def emb_tied_like_output(r) -> Verdict:
         return not_run("needs the tied-vs-untied-input and tied-vs-untied-output similarities")
     a, b = got["tied_vs_untied_input"], got["tied_vs_untied_output"]
     pairs = int((e["comparison"] == "tied_vs_untied_output").sum())
-    allow, how, flag = _similarity_allowance(e[e["comparison"].isin(need)])
+    allow, how, flag, dof = _similarity_allowance(e[e["comparison"].isin(need)])
     return _with(_verdict(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
                                  f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)"),
                  E.Effect("Spearman ρ, to untied output − to untied input", None, b - a, "", (pairs,), allow, how,
-                          flag=flag))
+                          flag=flag, dof=dof))
 
 
 CLAIMS: list[Claim] = [
@@ -584,6 +643,8 @@ CLAIMS: list[Claim] = [
           "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_falls_with_beta),
     Claim("inan_subspace_rapid", "The subspace distance decreases rapidly as β grows.",
           "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_rapid_in_beta),
+    Claim("inan_subspace_level", "At β = 1 the subspace distance comes down to the paper's level (about 0.06).",
+          "Inan et al. 2017, Section 6.2, Figure 1a", "inan", inan_distance_level),
     Claim("inan_subspace_tau", "At β = 1 the subspace distance is lower at larger τ.",
           "Inan et al. 2017, Section 6.2, Figure 1b", "inan", inan_distance_lower_at_larger_tau),
     Claim("il_theory", "With zero residual branches, the tied initial loss follows log(e^(dσ) + n − 1).",
@@ -597,6 +658,11 @@ CLAIMS: list[Claim] = [
           "the essay; public model configs", "initial_loss", scale_embedding_share_shrinks),
     Claim("emb_tied_output", "The tied embedding evolves like the untied output embedding, not the input one.",
           "Press & Wolf 2017, Section 4", "scale", emb_tied_like_output),
+    Claim("scale_tf_tied", "In the small transformer, tying lowers test perplexity against untied (each at "
+          "its own learning rate).", "the essay; small-model regime", "scale", tf_tying_lowers_test_ppl),
+    Claim("scale_tf_spikes", "In the small transformer, tying (with or without the output rescale) adds no "
+          "loss spikes at each variant's own learning rate.", "the essay; the stability question", "scale",
+          tf_no_added_loss_spikes),
     *(Claim(f"{cid}{level}", f"{text}{where}", "the essay", "scale", _study_claim(f"{cid}{level}"))
       for level, where in (("", ", without dropout."), ("_drop0.3", ", at Zaremba dropout 0.3."))
       for cid, text in (("scale_data_gain", "The tying gain shrinks as the training data grows"),
@@ -611,10 +677,12 @@ RESTS_ON = {
                                             "pw_wtpr_best"),
     r"/press_wolf/large[^@/]*/seed": ("pw_large_tying", "pw_regulariser"),
     r"/inan/table1/": ("inan_al_vd", "inan_re_vd", "inan_al_small", "inan_re_large", "inan_real_best"),
-    r"/inan/subspace/|/inan_figure1": ("inan_subspace", "inan_subspace_rapid", "inan_subspace_tau"),
+    r"/inan/subspace/|/inan_figure1": ("inan_subspace", "inan_subspace_rapid", "inan_subspace_level",
+                                        "inan_subspace_tau"),
     r"/initial_loss/": ("il_theory", "il_rescale", "il_standard"), r"/model_families": ("scale_share",),
     r"/scale/runs/|/embedding_similarity|/scale_claims": ("emb_tied_output", "scale_data_gain", "scale_model_share",
                                                          "scale_data_gain_drop0.3", "scale_model_share_drop0.3"),
+    r"/scale/transformer/|/scale_transformer": ("scale_tf_tied", "scale_tf_spikes"),
 }
 
 

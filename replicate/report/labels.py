@@ -19,6 +19,8 @@ COLUMNS = {
     "spread_step0_loss": "closed form + logit spread", "log_n": "log n",
     "final_valid_loss": "final valid loss", "final_valid_ppl": "final valid ppl",
     "final_test_loss": "final test loss", "final_test_ppl": "final test ppl",
+    "log_ratio_vs_untied": "ln(untied / variant test ppl), < 0: variant worse", "log_ratio_lo": "ln ratio 95 % low",
+    "log_ratio_hi": "ln ratio 95 % high",
     "grad_norm_median": "grad norm median", "grad_norm_max": "grad norm max", "clip_fraction": "clipped steps",
     "loss_spikes": "loss spikes", "grad_spikes": "grad spikes", "valid_ppl": "valid ppl", "test_ppl": "test ppl",
     "train_ppl": "train ppl", "best_valid": "best valid", "soft_target_grad": "gradient into soft target",

@@ -123,6 +123,7 @@ class Allowance:
     value: float | None     # None: no repeated run at the protocols tried
     note: str               # one line: where it comes from, or why there is none
     flag: str = ""          # shown at the number: "borrowed", "one pair"
+    dof: int | None = None  # the pool's degrees of freedom
 
 
 def t_factor(dof: int) -> float:
@@ -147,5 +148,5 @@ def allowance(pools: dict[str, Pool], protocols: list[str], level: float, n_a: i
         how = "" if i == 0 else f"borrowed: no repeated run at {Pool(protocols[0]).label()}; "
         flag = ", ".join(f for f in ("borrowed" if i else "", "one pair" if dof == 1 else "") if f)
         return Allowance(value, f"{how}seed sd {s:.2%} of {metric.split('_')[0]} ppl from {pool.label()} "
-                                f"({len(pool.runs())} runs, {dof} dof, t = {t:.3g})", flag)
+                                f"({len(pool.runs())} runs, {dof} dof, t = {t:.3g})", flag, dof)
     return Allowance(None, "no repeated run at " + " nor at ".join(Pool(p).label() for p in protocols))

@@ -21,10 +21,12 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 
 from replicate.errors import ReplicateError
-from replicate.report.effects import FAILS, HOLDS, INCONCLUSIVE
+from replicate.report import effects as E
 from replicate.report.format import NOT_RUN
 
-CELL_CLASSES = {HOLDS: "holds", FAILS: "does-not-hold", INCONCLUSIVE: "inconclusive", NOT_RUN: "not-run"}
+CELL_CLASSES = {E.REPRODUCED: "reproduced", E.HOLDS: "holds", E.SMALLER: "holds-off", E.LARGER: "holds-off",
+                E.INCONCLUSIVE: "inconclusive", E.NOT_REPRODUCED: "not-reproduced",
+                E.NOT_REPRODUCED_LARGER: "not-reproduced", E.FAILS: "does-not-hold", NOT_RUN: "not-run"}
 LONG_WORD = 24  # characters
 
 CSS = """
@@ -45,7 +47,9 @@ th { background: #f6f8fa; text-align: left; font-weight: 600; }
 td[style*="right"] { white-space: nowrap; font-variant-numeric: tabular-nums; }
 td[style*="right"] em { white-space: normal; }
 td em { color: var(--muted); }
-td.holds { background: #e6f4ea; font-weight: 600; }
+td.reproduced, td.holds { background: #e6f4ea; font-weight: 600; }
+td.holds-off { background: #f1f7e4; font-weight: 600; }
+td.not-reproduced { background: #fdecdc; font-weight: 600; }
 td.does-not-hold { background: #fce8e6; font-weight: 600; }
 td.inconclusive { background: #fef7e0; font-weight: 600; }
 td.not-run { background: #f1f3f4; color: var(--muted); font-style: italic; }
@@ -78,7 +82,7 @@ td.past { background: #fce8e6; }
 }
 @media print {
   .table-wrap { overflow: visible; } details { display: block; } a { color: inherit; }
-  td.holds, td.does-not-hold, td.inconclusive { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  td[class] { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 details { margin: 6px 0; }
 details pre { background:#f6f8fa; padding: 8px; overflow-x: auto; font-size: 12px; }

@@ -452,7 +452,8 @@ SCALE_TABLES = (
       "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes", "protocol"]),
     ("scale_transformer_comparison", "Transformer variants, each at its own best learning rate",
      "Each variant at the lr its valid loss chose: mean test loss over seeds with its 95 % t interval, and the "
-     "log ratio of test perplexities against untied, paired by seed.", None),
+     "log ratio ln(untied / variant test ppl), paired by seed, with its 95 % t interval: below 0 the variant is "
+     "worse than untied, above 0 better.", None),
 )
 
 

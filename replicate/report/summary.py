@@ -3,11 +3,14 @@
 - ``banner``: a smoke or mixed-protocol report says so before anything else (and shows no verdict colours);
 - ``glance``: the plain answer per paper, above the table of contents (every number from the result tables);
 - ``summary``: one row per claim with its one verdict (rule: ``replicate.report.effects``), why it is not a
-  plain "holds", the effect beside the paper's with its allowance, then the seed-noise pools and the evidence;
+  plain "reproduced", our effect with its 95 % interval beside the paper's, the seeds and dof behind the
+  interval (and whether it is borrowed), then the seed-noise pools and the evidence;
 - ``answer``: one or two sentences opening a paper's section: what reproduces and what does not, by how much.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -43,6 +46,17 @@ def plain(res) -> bool:
     return len(labels) <= 1 and "smoke" not in labels
 
 
+SMOKE_TITLE = "smoke run (a pipeline check, not a replication)"
+
+
+def heading(res, title: str) -> str:
+    """The report's title as shown: a smoke run's calls itself one, in place of 'replication report'."""
+    if "smoke" not in protocols(res):
+        return title
+    subject = re.sub(r"[:,]?\s*replication report\s*$", "", title, flags=re.I).strip()
+    return f"{subject}: {SMOKE_TITLE}"
+
+
 def banner(res) -> str:
     """'' for a report of one real protocol; else a banner that no reader can miss."""
     labels = protocols(res)
@@ -62,21 +76,27 @@ def shown(claim, v, res) -> str:
 
 
 def _ours(e: E.Effect) -> str:
-    text = E.fmt_effect(e.ours, e.unit)
-    if e.allowance is None:
-        return text if e.level else f"{text} (noise not measured)"
-    return f"{text} ± {E.fmt_effect(e.allowance, '')}" + (f" ({e.flag})" if e.flag else "")
+    """Our effect with its 95 % interval: '1.37 ± 1.76 ppl'; a level measured once with the band it is given."""
+    if e.allowance is not None:
+        return f"{E.fmt_effect(e.ours, '')} ± {E.fmt_effect(e.allowance, e.unit)}"
+    text, span = E.fmt_effect(e.ours, e.unit), E.interval(e)
+    if span is None:
+        return f"{text} (noise not measured)"
+    return f"{text} ({E.fmt_effect(span[0], '')} to {E.fmt_effect(span[1], '')}: one seed, ÷ or × {E.FACTOR:g})"
 
 
-def _seeds(e: E.Effect) -> str:
-    return " / ".join(str(n) for n in e.seeds) if len(set(e.seeds)) > 1 else str(e.seeds[0])
+def _noise(e: E.Effect) -> str:
+    """The seeds behind each of our numbers and the dof behind the interval: 'n = 1 / 1, 8 dof, borrowed'."""
+    seeds = " / ".join(map(str, e.seeds))
+    dof = f"{e.dof} dof" if e.dof is not None else "no interval" if e.allowance is None else ""
+    return ", ".join(p for p in (f"n = {seeds}", dof, e.flag) if p)
 
 
 def _cells(v: C.Verdict) -> dict:
     es = v.effects if v.status != NOT_RUN else []
     join = "; ".join
     return {"effect": join(e.what for e in es) or None, "paper": join(E.fmt_effect(e.paper, e.unit) for e in es) or None,
-            "ours": join(_ours(e) for e in es) or None, "seeds": join(_seeds(e) for e in es) or None}
+            "ours": join(_ours(e) for e in es) or None, "seeds": join(_noise(e) for e in es) or None}
 
 
 def pools_table(res) -> str:
@@ -98,9 +118,9 @@ def pools_table(res) -> str:
 
 
 def count_line(verdicts) -> str:
-    n = {s: sum(v.verdict == s for _, v in verdicts) for s in E.STATUSES}
-    return (f"{n[E.HOLDS]} hold, {n[E.INCONCLUSIVE]} inconclusive, {n[E.FAILS]} do not hold, "
-            f"{n[NOT_RUN]} not run")
+    """'2 reproduced; 1 holds, larger than reported; 4 inconclusive': each verdict given, with how many."""
+    n = {s: sum(v.verdict == s for _, v in verdicts) for s in E.VERDICTS}
+    return "; ".join(f"{k} {s}" for s, k in n.items() if k) or "none"
 
 
 def section_summary(ctx) -> str:
@@ -109,17 +129,20 @@ def section_summary(ctx) -> str:
              **_cells(v)} for claim, v in ctx.verdicts]
     dirty = sum(DIRTY in r["verdict"] for r in rows)
     table = B.table(pd.DataFrame(rows), {"claim": "claim (source)", "verdict": "verdict", "why": "why",
-                                         "effect": "effect on", "paper": "paper", "ours": "ours ± allowance",
-                                         "seeds": "seeds"},
+                                         "effect": "effect on", "paper": "paper", "ours": "ours ± 95 % interval",
+                                         "seeds": "seeds, dof"},
                     keep=("claim", "verdict"),
                     caption=f"{len(rows)} claims: {count_line(ctx.verdicts)}. Effect: positive = the claimed "
-                            "direction; seeds: seeds behind each of our numbers."
+                            "direction; seeds, dof: the seeds behind each of our numbers (n) and the degrees of "
+                            "freedom of the noise behind the interval, \"borrowed\" where that noise comes from "
+                            "another experiment's repeats."
                             + (f" {dirty} verdicts rest on runs made from a tree with uncommitted changes "
                                f"(marked \"{DIRTY}\"; Provenance lists them)." if dirty else ""))
-    noise = ("Seed-noise allowance: the 95 % t half-width of the difference, t(dof)·s·L·√(1/n₁ + 1/n₂), with s the "
+    noise = ("Our interval: ours ± the 95 % t half-width of the difference, t(dof)·s·L·√(1/n₁ + 1/n₂), with s the "
              "pooled relative seed sd of the repeated runs at the claim's protocol for that split, L the perplexity "
              "level and n each row's seeds. Inan et al.'s Table 1 rows without a repeat borrow Press & Wolf's; a "
-             "borrowed allowance, or one resting on one pair of runs (1 dof), says so at the number. Sources: " + "; ".join(B.escape(n) for n in sorted(
+             "borrowed allowance, or one resting on one pair of runs (1 dof), says so under \"seeds, dof\". "
+             "Sources: " + "; ".join(B.escape(n) for n in sorted(
                  {e.noise for _, v in ctx.verdicts for e in v.effects if e.noise and v.status != NOT_RUN})) + ".")
     evidence = B.bullets([f"{B.escape(c.statement.rstrip('.'))}: {B.escape(v.evidence)}" for c, v in ctx.verdicts])
     return B.join([f'<div class="verdicts">\n\n{table}\n\n</div>', E.RULE, noise, pools_table(res),
@@ -152,11 +175,12 @@ def table_line(res, section: str) -> str:
 
 
 def _effect_of(verdicts, claim_id: str) -> str:
+    """'3.47 ± 1.31 ppl against the paper's 3.2 ppl: reproduced': a claim's first effect, by the rule on its own."""
     v = next((v for c, v in verdicts if c.id == claim_id), None)
     if v is None or v.status == NOT_RUN or not v.effects or v.effects[0].paper is None:
         return ""
     e = v.effects[0]
-    return f"{E.fmt_effect(e.ours, e.unit)} against the paper's {E.fmt_effect(e.paper, e.unit)}"
+    return f"{_ours(e)} against the paper's {E.fmt_effect(e.paper, e.unit)}: {E.judge_one(e)[0]}"
 
 
 def _claim_phrase(claim, v) -> str:
@@ -170,21 +194,25 @@ def answer(ctx, section: str) -> str:
     """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
     verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
     parts = [table_line(ctx.results, section)] if section in BARS else []
-    for status, words in ((E.HOLDS, "holds"), (E.INCONCLUSIVE, "inconclusive"), (E.FAILS, "does not hold")):
+    for status in E.VERDICTS[:-1]:  # all but "not run"
         named = [_claim_phrase(c, v) for c, v in verdicts if v.verdict == status]
-        parts.append(f"{words}: " + "; ".join(named) if named else "")
+        parts.append(f"**{status[0].upper() + status[1:]}**: " + "; ".join(named) if named else "")
     parts = [p for p in parts if p]
     return "**In brief.** " + ". ".join(p[0].upper() + p[1:] for p in parts) + "." if parts else ""
 
 
 def glance(ctx) -> str:
-    """3-5 lines: per paper, how its table and claims came out here (one verdict each), and what was not run."""
+    """A few lines: per paper, how its table came out, its headline effects with their intervals beside the
+    paper's, how many claims got each verdict, and what was not run; the essay's claims in two lines (its
+    closed-form checks apart from the scale study's trained runs)."""
     res, verdicts = ctx.results, ctx.verdicts
     ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
     missing = {"Press & Wolf": "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "",
                "Inan": " and ".join(f"Table 1 {s}" for s in C.INAN_SIZES if s not in ran)
                + " (the `paper` preset, a GPU)" if ran != set(C.INAN_SIZES) else ""}
-    headline = {"Inan": (("inan_al_vd", "AL gain over VD-LSTM"), ("inan_subspace", "Section 6.2 distance at β = 1"))}
+    headline = {"Press & Wolf": (("pw_small_tying", "Tying's gain, small model, valid ppl"),),
+                "Inan": (("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
+                         ("inan_subspace_level", "Section 6.2 distance at β = 1"))}
     lines = []
     for key, section in (("Press & Wolf", "press_wolf"), ("Inan", "inan")):
         mine = [(c, v) for c, v in verdicts if c.paper.startswith(key)]
@@ -194,9 +222,16 @@ def glance(ctx) -> str:
         parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing[key]}." if missing[key] else ""]
         lines.append(" ".join(p for p in parts if p not in ("", ".")))
     rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(k) for k in PAPERS)]
-    lines.append(f"**Initial loss, embedding share and the scale study** (the essay's claims): {count_line(rest)}.")
+    for section, what in (("initial_loss", "**Initial loss and embedding share** (the essay's claims; closed-form "
+                                           "and configuration checks, no training)"),
+                          ("scale", "**The scale study** (the essay's claims; trained runs)")):
+        mine = [(c, v) for c, v in rest if c.section == section]
+        lines.append(f"{what}: {count_line(mine)}." if mine else "")
+    lines = [line for line in lines if line]
     dirty = sum(DIRTY in shown(c, v, res) for c, v in verdicts)
     if dirty:
         lines.append(f"{dirty} of these verdicts rest on runs made from a tree with uncommitted changes "
                      "(marked in the summary).")
-    return f'<div class="glance">\n\n**The answer in brief**\n\n{B.bullets(lines)}\n\n</div>'
+    head = ("**This smoke run in brief** (tiny settings that only exercise the pipeline: its numbers and verdicts "
+            "say nothing about the papers)" if "smoke" in protocols(res) else "**The answer in brief**")
+    return f'<div class="glance">\n\n{head}\n\n{B.bullets(lines)}\n\n</div>'
