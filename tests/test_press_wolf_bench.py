@@ -63,19 +63,26 @@ def test_inan_step_breakdown_parts_add_up(fused):
         parts["output layer + loss, whole"] - parts["output GEMMs (3)"] - parts["soft-target product(s)"])
 
 
-def test_readme_block_shows_the_published_speed_table(tmp_path):
-    """The README's generated block lists the speed table beside Press & Wolf, load and idle flag included."""
+def test_readme_block_is_compact_table6_and_verdicts_without_the_speed_table(tmp_path):
+    """The README's generated block shows Table 6 and the report's Press & Wolf verdicts; the speed table
+    lives in docs/reproducibility.md and the report, not on the front page."""
     from replicate.publish import readme
 
     (tmp_path / "tables").mkdir()
+    (tmp_path / "report").mkdir()
     (tmp_path / "MANIFEST.json").write_text(json.dumps({"experiments": {"press_wolf": {"protocol": "reduced"}}}))
-    pd.DataFrame([{"cell": "small", "clock": "wall", "threads": 2, "load_1min_start": 0.12, "load_1min_end": 1.9,
-                   "idle": False, "plain": "stock modules", "ours_tok_s": 7381.0, "plain_tok_s": 6839.0,
-                   "ratio": 7381 / 6839, "projected_row_hours": 1.25}]).to_csv(
+    pd.DataFrame([{"cell": "small", "clock": "wall", "ours_tok_s": 7381.0}]).to_csv(
         tmp_path / "tables/press_wolf_speed.csv", index=False)
+    pd.DataFrame([{"cell": "small", "valid_ours": 122.3, "valid_paper": 120.7, "params_m_ours": 4.65}]).to_csv(
+        tmp_path / "tables/press_wolf_table6.csv", index=False)
+    pd.DataFrame([{"section": "press_wolf", "claim": "Tying helps.", "ours": "3.47 ± 1.31 ppl", "paper": "3.2 ppl",
+                   "verdict": "reproduced"},
+                  {"section": "inan", "claim": "AL helps.", "ours": "1", "paper": "6.3", "verdict": "x"}]).to_csv(
+        tmp_path / "report/claims.csv", index=False)
     block = readme.render(tmp_path, "paper/measured")
-    assert "From `paper/measured/tables/press_wolf_speed.csv`:" in block
-    assert "| small | wall | 2 | 0.12 | 1.9 | False | stock modules | 7381 | 6839 | 107.9 % | 1.25 |" in block
+    assert "press_wolf_speed" not in block and "7381" not in block and "params_m_ours" not in block
+    assert "| small | 122.3 | 120.7 |" in block
+    assert "| Tying helps. | 3.47 ± 1.31 ppl | 3.2 ppl | reproduced |" in block and "AL helps" not in block
 
 
 def test_projection_adds_every_epoch_and_every_evaluation_of_the_row():

@@ -50,46 +50,30 @@ class View:
     note: str = ""                  # one line under the table: what a reader cannot tell from its rows
 
 
+def _claims_of(section: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The report's claims (report/claims.csv) of one experiment."""
+    return lambda frame: frame[frame["section"] == section]
+
+
+def _claims(section: str) -> View:
+    return View("report/claims.csv", ("claim",), ("ours", "paper", "verdict"), _claims_of(section))
+
+
+# One compact table per experiment (ours beside the paper's) and its claims with their verdicts; the full
+# tables (speed, ablations, screens, the scale grid) are in the report and the experiment's docs page.
 VIEWS = {
-    "press_wolf": (View("tables/press_wolf_table*.csv", ("cell",),
-                        ("params_m_ours", "train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours",
-                         "test_paper"),
-                   note="A cell with `@` is an ablation, not a paper row (e.g. `small_wt_pr@pr_form=squared@epochs=4` "
-                        "reads the paper's PR sentence literally, a ~40x stronger penalty, and that model does not "
-                        "learn: [press_wolf.md](docs/press_wolf.md#findings)). Cells of the preset missing here are "
-                        "not yet run under the current code version."),
-                   View("tables/press_wolf_speed.csv", ("cell", "clock"),
-                        ("threads", "load_1min_start", "load_1min_end", "idle", "plain", "ours_tok_s", "plain_tok_s",
-                         "ratio", "projected_row_hours"),
-                        percent=("ratio",),
-                        note="`plain`: the stock nn.LSTM loop, or the engine on its reference kernels where nn.LSTM "
-                             "cannot express the masks; `projected_row_hours`: the whole default-preset row on PTB "
-                             "at these rates ([reproducibility.md](docs/reproducibility.md#training-speed)).")),
+    "press_wolf": (View("tables/press_wolf_table6.csv", ("cell",),
+                        ("train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours", "test_paper"),
+                        note="A cell with `@` is an ablation, not a paper row ([press_wolf.md](docs/press_wolf.md#findings))."),
+                   _claims("press_wolf")),
     "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
                   ("valid_ours", "valid_paper", "test_ours", "test_paper",
                    "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),
-             View("tables/inan_ablation.csv", ("dataset", "size", "model", "tau", "alpha", "gamma"),
-                  ("valid_ppl", "test_ppl")),
-             View("tables/inan_screen.csv", ("model", "tag"),
-                  ("best_valid_ppl", "best_gain_over_vd", "valid_ppl", "gain_over_vd"),
-                  note="A short-scale screen: a run trains on 10 % of PTB unless its tag ends in `_full`, so its "
-                       "perplexities rank variants within one budget and are not Table 1 numbers "
-                       "([inan.md](docs/inan.md#short-scale-screen))."),
-             View("tables/inan_figure1.csv", ("panel", "tau", "beta"),
-                  ("n_seeds", "distance_mean", "paper_distance_approx"))),
-    "initial_loss": (View("tables/initial_loss_summary.csv", ("token_dist", "std", "head", "d"),
-                          ("loss_mean", "reference_kind", "reference_loss", "diff"), _theory_rows),),
-    "scale": (View("tables/scale_gain.csv", ("study", "dataset", "pct", "hidden", "dropout"),
-                   ("embedding_share_untied", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean", "gain_mean",
-                    "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap"),
-                   percent=("embedding_share_untied",)),
-              View("tables/scale_claims.csv", ("claim_id",), ("verdict", "value", "ci_low", "ci_high")),
-              View("tables/scale_transformer_comparison.csv", ("variant", "std"),
-                   ("lr", "lrs_swept", "lr_at_edge", "n_seeds", "final_valid_ppl", "final_test_ppl",
-                    "log_ratio_vs_untied", "log_ratio_lo", "log_ratio_hi"),
-                   note="The transformer variants, each at the learning rate its valid loss chose; log ratio = "
-                        "ln(untied / variant test perplexity), paired by seed, with its 95 % t interval "
-                        "([scale.md](docs/scale.md#results)).")),
+             _claims("inan")),
+    "initial_loss": (View("tables/initial_loss_summary.csv", ("std", "head", "d"),
+                          ("loss_mean", "reference_loss", "diff"), _theory_rows),
+                     _claims("initial_loss")),
+    "scale": (_claims("scale"),),
 }
 
 
@@ -131,8 +115,9 @@ def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
              f"{dirty_note(entry)}.", ""]
     tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
     for path, view in tables:
-        lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "",
-                  *_table(pd.read_csv(path, dtype={"std": str}), view), ""]
+        rows = _table(pd.read_csv(path, dtype={"std": str}), view)
+        if len(rows) > 2:  # a claims file with no claim of this experiment shows nothing
+            lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "", *rows, ""]
         if view.note:
             lines += [view.note, ""]
     if not tables:
@@ -155,8 +140,10 @@ def render(bundle: str | Path, shown: str) -> str:
     else:
         lines += [f"Generated by `python -m replicate publish` (`--rebuild`: from the bundle alone) from the published "
                   f"bundle `{shown}` (every file with its "
-                  f"sha256 in `{shown}/MANIFEST.json`; report: `{shown}/report/index.html`). Columns `*_paper` are "
-                  f"the papers' numbers, everything else ours. Do not edit between the markers.", ""]
+                  f"sha256 in `{shown}/MANIFEST.json`; report: `{shown}/report/index.html`). Columns `*_paper` and "
+                  f"`paper` are the papers' numbers, everything else ours; each verdict answers two questions (does "
+                  f"the effect point the claimed way outside our seed noise, is the paper's value inside our 95 % "
+                  f"interval: [docs/report.md](docs/report.md)). Do not edit between the markers.", ""]
     for name in EXPERIMENTS:
         if name in experiments:
             lines += _experiment(bundle, shown, name, experiments[name])

@@ -30,7 +30,9 @@ from replicate.report import claims as claims_mod
 from replicate.report.render import headings, to_html
 from replicate.report.sections import BUILDERS, Context
 from replicate.report.sources import load
-from replicate.report.summary import banner, glance, heading, plain, protocols
+from replicate.report.summary import banner, claims_frame, glance, heading, plain, protocols
+
+CLAIMS_CSV = "claims.csv"  # beside report.md: one row per claim with its verdict (the README's block reads it)
 
 
 # ------------------------------------------------------------------------------------ template
@@ -106,4 +108,5 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
         doc_title = f"{' + '.join(protocols(res)).upper()} RUN: {doc_title}"
     rio.write_text(out_md, markdown)
     rio.write_text(out_html, to_html(markdown, Path(out_md).parent, doc_title, colours=plain(res)))
+    rio.write_csv(Path(out_md).parent / CLAIMS_CSV, claims_frame(ctx))
     return {"verdicts": {c.id: v.verdict for c, v in verdicts}, "shown_figures": sorted(ctx.used_figures)}

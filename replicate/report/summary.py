@@ -99,6 +99,14 @@ def _cells(v: C.Verdict) -> dict:
             "ours": join(_ours(e) for e in es) or None, "seeds": join(_noise(e) for e in es) or None}
 
 
+def claims_frame(ctx) -> pd.DataFrame:
+    """One row per claim, as the summary table shows it (written beside the report as claims.csv: the README
+    reads its verdicts from there)."""
+    return pd.DataFrame([{"section": claim.section, "claim_id": claim.id, "claim": claim.statement,
+                          "source": claim.paper, "verdict": shown(claim, v, ctx.results), **_cells(v)}
+                         for claim, v in ctx.verdicts])
+
+
 def pools_table(res) -> str:
     """The repeated runs the allowances come from: protocol, runs, pooled seed sd per split, cost."""
     rows = [{"protocol": pool.label(), "runs": pool.cells(), "dof": pool.dof(),
