@@ -133,6 +133,7 @@ def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iter
             yield attempt_log
             if drop_checkpoint:
                 (out / CHECKPOINT).unlink(missing_ok=True)
+                rio.checksum_path(out / CHECKPOINT).unlink(missing_ok=True)
             ending = "finished" + (" (checkpoint.pt deleted: --drop-checkpoint)" if drop_checkpoint else "")
         except KeyboardInterrupt:
             ending = "interrupted (Ctrl-C); rerun the target to resume from the last checkpoint"

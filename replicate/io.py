@@ -1,18 +1,31 @@
 """Atomic file output: write to a temporary file in the same folder, then rename.
 
 A crash or a kill at any moment leaves either the old file or the new one, never a
-truncated file that a later run could mistake for a finished result.
+truncated file that a later run could mistake for a finished result. JSON is written strictly:
+a non-finite number (NaN, inf) is refused, naming the file and the key. ``torch_save`` also writes
+``<file>.sha256``, the checksum of the file's bytes, which ``checksum_status`` checks before a load.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import io
 import json
+import math
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
+
+from replicate.errors import ReplicateError
+
+CHECKSUM_SUFFIX = ".sha256"
+STALE_SECONDS = 3600  # a temporary this old is a killed write's leftover (no write of ours takes an hour)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: mkstemp makes 0600 files, results are made as open() would (0644 under umask 022)
 
 
 @contextlib.contextmanager
@@ -20,6 +33,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
@@ -27,9 +41,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete the temporaries that killed writes of ``path`` left (older than ``STALE_SECONDS``)."""
+    cutoff = time.time() - STALE_SECONDS
+    for old in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -42,7 +66,35 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
+    """``obj`` as strict JSON (no NaN or Infinity); a non-finite number is a ReplicateError naming the file
+    and the key path, and nothing is written."""
+    try:
+        text = json.dumps(obj, indent=2, sort_keys=False, default=_jsonable, allow_nan=False)
+    except ValueError:
+        bad = nonfinite(obj)
+        if not bad:
+            raise
+        raise ReplicateError(
+            f"{path}: non-finite number{'s' if len(bad) > 1 else ''} at {', '.join(bad[:5])}"
+            f"{f' and {len(bad) - 5} more' if len(bad) > 5 else ''}; nothing written",
+            "a result must be finite: find where the value diverged (for a training run, lower the learning rate "
+            "or the clip value); write a value that is undefined on purpose as null (None)") from None
+    write_text(path, text + "\n")
+
+
+def nonfinite(obj: Any, where: str = "") -> list[str]:
+    """Key paths (``history[3].valid_ppl``) of the non-finite numbers in a JSON-like ``obj``."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in nonfinite(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(obj, (list, tuple)):
+        return [p for i, v in enumerate(obj) for p in nonfinite(v, f"{where}[{i}]")]
+    if hasattr(obj, "item") and getattr(obj, "ndim", 0) == 0:
+        obj = obj.item()
+    elif hasattr(obj, "tolist"):
+        return nonfinite(obj.tolist(), where)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [f"{where or '(top level)'} = {obj}"]
+    return []
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -60,11 +112,54 @@ def write_csv(path: str | os.PathLike, frame) -> None:
 def torch_save(path: str | os.PathLike, obj: Any) -> None:
     """``torch.save`` through a temporary file (checkpoints, tensors). Saved through an open file, so the
     archive's inner folder is torch's fixed "archive/" rather than the random temporary name: the same
-    object gives the same bytes."""
+    object gives the same bytes.
+
+    Also writes ``<path>.sha256`` (``checksum_status`` checks it), in two steps so that a kill at any
+    moment leaves a pair that checks: first the new checksum with the one of the file it replaces, then
+    the file, then the new checksum alone."""
     import torch
 
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        torch.save(obj, fh)
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            torch.save(obj, fh)
+        new = file_sha256(tmp)
+        _write_checksum(path, new, file_sha256(path) if path.is_file() else None)
+    _write_checksum(path, new, None)
+
+
+def checksum_path(path: str | os.PathLike) -> Path:
+    return Path(f"{path}{CHECKSUM_SUFFIX}")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_checksum(path: Path, sha: str, replaces: str | None) -> None:
+    write_json(checksum_path(path), {"file": path.name, "sha256": sha, "replaces": replaces})
+
+
+def _recorded(path: Path) -> tuple[str | None, str | None]:
+    """(sha256, the sha256 of the file it replaces) from ``<path>.sha256``; (None, None) when unreadable."""
+    try:
+        record = read_json(checksum_path(path))
+        return record.get("sha256"), record.get("replaces")
+    except (OSError, ValueError, AttributeError):
+        return None, None
+
+
+def checksum_status(path: str | os.PathLike) -> bool | None:
+    """Whether the file at ``path`` has the checksum recorded beside it: True, False, or None when none is
+    recorded (a file written before checksums were)."""
+    path = Path(path)
+    if not checksum_path(path).is_file():
+        return None
+    return file_sha256(path) in {sha for sha in _recorded(path) if sha}
 
 
 def _jsonable(value: Any) -> Any:

@@ -100,8 +100,8 @@ def test_a_full_disk_on_a_checkpoint_write_keeps_the_previous_one(tmp_path, monk
     with pytest.raises(OSError) as err:
         rio.torch_save(ckpt, {"epoch": 2})
     assert err.value.errno == errno.ENOSPC
-    assert torch.load(ckpt, weights_only=True) == {"epoch": 1}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]  # no temporary left behind
+    assert torch.load(ckpt, weights_only=True) == {"epoch": 1} and rio.checksum_status(ckpt) is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt", "checkpoint.pt.sha256"]  # no temporary
 
 
 def test_a_full_disk_on_a_result_write_keeps_the_previous_result(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ def test_torch_save_is_byte_reproducible_and_leaves_no_temp_file(tmp_path):
     rio.torch_save(tmp_path / "one.pt", obj)
     rio.torch_save(tmp_path / "two.pt", obj)
     assert (tmp_path / "one.pt").read_bytes() == (tmp_path / "two.pt").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.pt", "two.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.pt", "one.pt.sha256", "two.pt", "two.pt.sha256"]
     assert torch.equal(torch.load(tmp_path / "one.pt", weights_only=True)["train"], obj["train"])
 
 

@@ -151,6 +151,9 @@ def _soft_target(args) -> int:
         taus = args.tau or ([info["tau"]] if info.get("tau") else None)
         if not taus:
             raise ReplicateError(f"{run}: the run has no AL temperature", "pass --tau")
+        if rio.checksum_status(ckpt) is False:
+            raise ReplicateError(f"{ckpt} does not match its checksum in {rio.checksum_path(ckpt)} (its bytes changed "
+                                 "after it was written)", f"train the run again (delete {run} and rerun its target)")
         state = torch.load(ckpt, map_location="cpu", weights_only=True)
         embedding = state["model"]["embedding.weight"]
         base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),

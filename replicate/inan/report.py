@@ -9,12 +9,17 @@ import pandas as pd
 
 from replicate import io as rio
 from replicate.errors import ReplicateError
+from replicate.finite import require_finite
 from replicate.inan.readings import fmt
 from replicate.inan.shape import beta_shape, tau_effect
 from replicate.inan.subspace import METRICS
 from replicate.inan.train import VARIANTS
 
 SIZES = ("small", "medium", "large")
+
+
+RUN_METRICS = ("train_ppl", "valid_ppl", "test_ppl")
+POINT_METRICS = ("distance_mean", "distance_std", "angle_distance_mean", "angle_distance_std")
 
 
 def _load(paths) -> list[dict[str, Any]]:
@@ -24,8 +29,22 @@ def _load(paths) -> list[dict[str, Any]]:
         if "inan" not in m:
             raise ReplicateError(f"{p} is not an Inan run's metrics.json (no 'inan' block)",
                                  "pass the metrics.json files written by `python -m replicate inan train`")
+        require_finite(m, RUN_METRICS, p, f"delete {Path(p).parent} and train the run again with a lower lr or clip")
         out.append(m)
     return out
+
+
+def _load_point(path) -> dict[str, Any]:
+    """A section 6.2 point JSON, its distances finite."""
+    d = rio.read_json(path)
+    require_finite(d, POINT_METRICS, path, f"delete {path} and its seeds' records (runs/...) and run the point again")
+    return d
+
+
+def _mean(values) -> float:
+    """Mean of ``values``, NaN when one is undefined (None: W exactly 0 at init)."""
+    values = [float("nan") if v is None else v for v in values]
+    return sum(values) / len(values)
 
 
 def run_hours(run: dict[str, Any]) -> float:
@@ -167,7 +186,7 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
         summary.append({"reading": d.get("reading"), "panel": panel, "tau": tau, "beta": beta, "n_seeds": d["n_seeds"],
                         "distance_mean": d["distance_mean"], "distance_std": d["distance_std"],
                         "distance_min": d["distance_min"], "distance_max": d["distance_max"],
-                        "distance_at_init_mean": sum(r["distance_by_epoch"]["0"] for r in d["runs"]) / len(d["runs"]),
+                        "distance_at_init_mean": _mean([r["distance_by_epoch"]["0"] for r in d["runs"]]),
                         "angle_distance_mean": d["angle_distance_mean"], "angle_distance_std": d["angle_distance_std"],
                         "metric": METRICS["residual"], "protocol": protocol})
         for r in d["runs"]:
@@ -186,7 +205,7 @@ def figure1_frames(point_paths, panels: list[tuple[str, float, float]], paper_cs
 
 def _points(point_paths) -> dict[tuple[float, float], dict]:
     """The point JSONs of Figure 1, keyed by (tau, beta)."""
-    return {(float(d["tau"]), float(d["beta"])): d for d in map(rio.read_json, point_paths)}
+    return {(float(d["tau"]), float(d["beta"])): d for d in map(_load_point, point_paths)}
 
 
 def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str) -> pd.DataFrame:
@@ -197,7 +216,7 @@ def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_cs
     paper's ~0.06 at beta = 1. ``distance`` columns are the relative residual; ``angle_distance_beta1`` is
     the principal-angle distance at tau = panel a's tau, beta = 1."""
     by_reading: dict[str, dict] = {}
-    for d in map(rio.read_json, point_paths):
+    for d in map(_load_point, point_paths):
         by_reading.setdefault(d["reading"], {})[(float(d["tau"]), float(d["beta"]))] = d
     paper = pd.read_csv(paper_csv)
     paper_end = float(paper.loc[(paper.panel == "a") & (paper.beta == 1.0), "distance"].iloc[0])

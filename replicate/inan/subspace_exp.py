@@ -23,6 +23,7 @@ loss assumes W h with no bias); the default keeps the engine's trained bias.
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 from pathlib import Path
@@ -95,11 +96,11 @@ def make_extra_loss(beta: float, tau: float, soft_target_grad: bool = False):
     return extra
 
 
-def embedding_distances(model) -> dict[str, float]:
-    """Both metrics of L^T and W (``distance`` = residual, ``angle_distance``); NaN while W is exactly 0
-    (reading output_init: zero, at init)."""
+def embedding_distances(model) -> dict[str, float | None]:
+    """Both metrics of L^T and W (``distance`` = residual, ``angle_distance``); None (undefined, JSON null)
+    while W is exactly 0 (reading output_init: zero, at init)."""
     if not model.output_weight.detach().any():
-        return {"distance": float("nan"), "angle_distance": float("nan")}
+        return {"distance": None, "angle_distance": None}
     e, w = model.embedding.weight, model.output_weight
     return {"distance": residual_distance(e, w), "angle_distance": angle_distance(e, w)}
 
@@ -150,8 +151,11 @@ class DistanceTracker:
         project_embedding_(model.embedding.weight, self.norm)  # the state after the last update, projected
         d, key = embedding_distances(model), str(int(epoch))
         self.distances[key], self.angle_distances[key] = d["distance"], d["angle_distance"]
-        self.log(f"[{self.label}] epoch {epoch}: residual distance {d['distance']:.4f}, "
-                 f"angle distance {d['angle_distance']:.4f}")
+        if d["distance"] is None:
+            self.log(f"[{self.label}] epoch {epoch}: distances undefined (W is exactly 0)")
+        else:
+            self.log(f"[{self.label}] epoch {epoch}: residual distance {d['distance']:.4f}, "
+                     f"angle distance {d['angle_distance']:.4f}")
 
     def state_dict(self) -> dict:
         return {"distances": dict(self.distances), "angle_distances": dict(self.angle_distances)}
@@ -204,6 +208,7 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
     handle.remove()
     project_embedding_(model.embedding.weight, norm)
     final = embedding_distances(model)
+    check_final(label, final, metrics, train_cfg)
     norms = model.embedding.weight.detach().norm(dim=1)
     return {
         "seed": int(seed), "tau": float(tau), "beta": float(beta), "slice_start": start,
@@ -214,6 +219,22 @@ def run_one(settings: dict[str, Any], corpus, run_dir: Path, seed: int, tau: flo
         "train_ppl": metrics.get("train_ppl"), "train_clean_ppl": metrics.get("train_clean_ppl"),
         "valid_ppl": metrics.get("valid_ppl"), "history": metrics.get("history"),
     }
+
+
+def check_final(label: str, final: dict[str, float | None], metrics: dict[str, Any], train_cfg) -> None:
+    """Refuse a run whose final distances are undefined (W still exactly 0: no epoch trained) or not finite,
+    or whose perplexities are not finite (it diverged): nothing of it is written."""
+    from replicate.lstm.runner import check_finite
+
+    if final["distance"] is None:
+        raise ReplicateError(f"{label}: W is still exactly 0 after {metrics.get('epochs_completed')} epochs, so its "
+                             "distance to span(L^T) is undefined; nothing is written",
+                             "train at least one epoch (inan.subspace epochs >= 1)")
+    bad = [f"{k} = {v}" for k, v in final.items() if not math.isfinite(v)]
+    if bad:
+        raise ReplicateError(f"{label}: non-finite final distance ({', '.join(bad)}); nothing is written",
+                             "lower the learning rate or the clip value of the reading (inan.subspace)")
+    check_finite(label, metrics, train_cfg, output="seed record")
 
 
 def run_point(spec: dict[str, Any], corpus, work_dir: Path, device: str = "cpu", log=print) -> dict[str, Any]:

@@ -3,6 +3,11 @@
 ``spec`` = {"name": str, "settings": {"size": ..., **overrides}, "config": <resolved config slice
 for provenance>}. Writes ``out_dir/metrics.json`` (with provenance), ``history.csv`` and
 ``checkpoint.pt`` (kept so that rerunning the target resumes or only re-evaluates).
+
+Before a resume, the checkpoint is checked against its checksum (``checkpoint.pt.sha256``, written by
+``replicate.io.torch_save``); a checkpoint written before checksums resumes unchecked, and says so. Before
+``metrics.json`` is written, every number of the result must be finite: a run whose perplexity overflowed
+(it diverged) fails with a named error and writes no result.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
+from replicate.errors import ReplicateError
+from replicate.finite import nonfinite_keys, not_finite
 from replicate.lstm import KERNEL_MODULES, MATH_MODULES, kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
-from replicate.lstm.train import HISTORY, Trainer, seed_everything
+from replicate.lstm.train import CHECKPOINT, HISTORY, Trainer, seed_everything
 
 # settings that do not change the trained weights: a checkpoint stays valid when they change
 NOT_MATH = ("checkpoint_minutes", "log_every", "eval_window", "eval_max_tokens")
@@ -53,7 +60,9 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     fingerprint["code_version"] = versions["code_version"]
     trainer = trainer_cls(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
                           name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
+    check_checkpoint(out_dir / CHECKPOINT, spec["name"], log)
     metrics = trainer.run()
+    check_finite(spec["name"], metrics, train_cfg)
     result = {"run": spec["name"], "settings": spec["settings"], "resolved": resolved, **metrics,
               **versions, "provenance": provenance.collect(spec.get("config", spec), started, str(dev), git)}
     # The trainer writes history.csv after every epoch; a rerun that resumes a finished checkpoint only
@@ -63,3 +72,38 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     log(f"[{spec['name']}] done: train {metrics['train_ppl']:.2f} (clean {metrics['train_clean_ppl']:.2f}) "
         f"valid {metrics['valid_ppl']:.2f} test {metrics['test_ppl']:.2f}")
     return result
+
+
+def check_checkpoint(path: Path, name: str, log=print) -> None:
+    """Refuse to resume from a checkpoint whose bytes are not those its checksum file records (garbled on
+    disk or in a copy); a checkpoint without a checksum file (written before they were) resumes unchecked."""
+    status = rio.checksum_status(path) if path.is_file() else True
+    if status is None:
+        log(f"[{name}] {path} has no checksum ({rio.checksum_path(path).name}: written before checkpoints carried "
+            "one); resuming from it unchecked")
+    elif not status:
+        sidecar = rio.checksum_path(path)
+        raise ReplicateError(f"run {name}: checkpoint {path} does not match its checksum in {sidecar} (its bytes "
+                             "changed after it was written: a disk or copy fault, or an edit); not resumed",
+                             f"delete {path} and {sidecar} to train the run from scratch; or, to resume from this "
+                             f"checkpoint anyway, delete {sidecar} only (it then resumes unchecked)")
+
+
+# the numbers of a result that must be finite (per epoch: HISTORY_METRICS of each history row)
+FINAL_METRICS = ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl", "train_tokens_per_s")
+HISTORY_METRICS = ("train_ppl", "valid_ppl")
+
+
+def check_finite(name: str, metrics: dict[str, Any], train_cfg, output: str = "metrics.json") -> None:
+    """Raise a ReplicateError naming the metric when a number of the result is not finite (a perplexity
+    overflows to inf once the mean loss passes ~709 nats: the run diverged); ``output`` is not written then."""
+    bad = nonfinite_keys(metrics, FINAL_METRICS)
+    bad += [f"{k} of epoch {row.get('epoch')} = {row.get(k)}" for row in metrics.get("history") or []
+            for k in HISTORY_METRICS if not_finite(row.get(k))]
+    if bad:
+        listed = ", ".join(bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+        raise ReplicateError(f"run {name}: non-finite result ({listed}): the run diverged (lr {train_cfg.lr:g}, "
+                             f"clip {train_cfg.clip:g}); no {output} is written",
+                             "lower the learning rate or the clip value (for a Press & Wolf cell: @lr=... or "
+                             "@clip=..., its own run folder); a rerun with the same settings resumes the kept "
+                             "checkpoint and ends the same way, so delete the run folder first")

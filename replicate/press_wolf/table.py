@@ -15,17 +15,22 @@ from pathlib import Path
 
 from replicate import io as rio
 from replicate.errors import ReplicateError
+from replicate.finite import require_finite
 
 METRICS = ("train", "valid", "test")
 
 
 def collect(metrics_paths: list[str | Path]):
-    """One row per run from metrics.json files: cell, seed, perplexities, parameters."""
+    """One row per run from metrics.json files: cell, seed, perplexities, parameters. A run with a non-finite
+    perplexity (written before results were checked) is refused, named."""
     import pandas as pd
 
     rows = []
     for path in metrics_paths:
         m = rio.read_json(path)
+        require_finite(m, ("train_ppl", "train_clean_ppl", "valid_ppl", "test_ppl"), path,
+                       f"delete {Path(path).parent} and train the run again with a lower lr or clip (a cell's @lr=...), "
+                       "or leave its cell out of press_wolf.tables")
         cell, _, seed = m["run"].rpartition("/seed")
         model, train = m["resolved"]["model"], m["resolved"]["train"]
         rows.append({"cell": cell, "seed": int(seed), "train": m["train_ppl"], "train_clean": m["train_clean_ppl"],

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from replicate import paths
+from replicate.finite import not_finite
 
 PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
@@ -155,6 +156,8 @@ class Run:
     dirty: bool | None = None
     missing: str | None = None   # why the run is not finished (None: finished)
     restorable: bool = False     # its files are every output of its rule (RunKind.restorable)
+    nonfinite: str | None = None  # its non-finite numbers (a diverged run: publish refuses it)
+    record: dict | None = field(default=None, repr=False, compare=False)  # its marker's contents
 
 
 @dataclass
@@ -210,6 +213,10 @@ def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     if record is None:
         run.missing = f"no readable {Path(marker).name}"
         return run
+    run.record = record
+    bad = [f"{k} = {v}" for k, v in record.items() if not_finite(v)]  # a number of its own (history not read)
+    if bad:
+        run.nonfinite = f"{marker}: {', '.join(bad)}"
     absent = [k for k in kind.final if not _finite(record.get(k))]
     if absent:
         run.missing = f"{Path(marker).name} has no final {', '.join(absent)}"

@@ -1,6 +1,7 @@
-"""The publish refusals: a working tree with uncommitted changes (unless allowed); one experiment's results
-must share one code version per run kind and one protocol, within what is published and against what the
-bundle already holds for it."""
+"""The publish refusals: a working tree with uncommitted changes (unless allowed); a run with a non-finite
+number, a run whose settings are not those of the preset its protocol label names, a table with a non-finite
+number or a row of a skipped run; one experiment's results must share one code version per run kind and one
+protocol, within what is published and against what the bundle already holds for it."""
 
 from __future__ import annotations
 
@@ -57,14 +58,43 @@ def against(new: Scan, old: Scan, where: str) -> list[str]:
     return problems
 
 
+def wrong(scan: Scan, results: Path) -> dict[str, list[str]]:
+    """What must never reach the bundle, by kind: a run whose numbers are not finite, a run whose settings are
+    not the preset its protocol label names, a table with a non-finite number or a row of a skipped run."""
+    from replicate.publish import presets, tables
+
+    return {"nonfinite": [f"{r.id} has non-finite numbers ({r.nonfinite})" for r in scan.skipped if r.nonfinite],
+            "preset": [found for r in scan.runs
+                       if (found := presets.mismatch(scan.experiment, r.kind, r.id, r.protocol, r.record or {}))],
+            "tables": tables.problems(scan, results)}
+
+
+def _wrong_fixes(kinds: set[str], results: Path) -> list[str]:
+    fixes = {"nonfinite": "a diverged run is never published: delete its folder and train it again with a lower "
+                          "learning rate or clip value",
+             "preset": "train those runs with the preset their protocol label names (snakemake <target> "
+                       "--configfile config/<preset>.yaml), or label the settings they used as a protocol of "
+                       "their own (protocol: <name> in the config they ran with); a setting of one Press & Wolf "
+                       "run belongs in an @ ablation cell (small@lr=0.5)",
+             "tables": f"build the table again once all its runs have finished (snakemake <table>), or move the "
+                       f"table and the runs out of {results}"}
+    return [fixes[k] for k in fixes if k in kinds]
+
+
 def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle: Path) -> None:
-    """Raise, naming the runs and the fix, when ``scans`` (from ``results``) mix code versions or
+    """Raise, naming the runs and the fix, when ``scans`` (from ``results``) hold a non-finite number, a run whose
+    settings are not its preset's or a table built from a skipped run (``wrong``), mix code versions or
     protocols, or differ from ``held`` (the bundle's scans of the same experiments; empty with --replace)."""
+    bad: dict[str, list[str]] = {}
+    for s in scans.values():
+        for kind, found in wrong(s, results).items():
+            bad.setdefault(kind, []).extend(found)
     problems = [p for s in scans.values() for p in within(s, str(results))]
     clashes = {n: found for n, s in scans.items() if n in held and (found := against(s, held[n], str(results)))}
-    if not problems and not clashes:
+    bad = {k: v for k, v in bad.items() if v}
+    if not problems and not clashes and not bad:
         return
-    fixes = []
+    fixes = _wrong_fixes(set(bad), results)
     if problems:
         fixes.append(f"rerun the runs named above under one code version and protocol (move the others out of "
                      f"{results}, or delete them and rerun their targets)")
@@ -75,5 +105,7 @@ def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle:
                  if (old := held[n].versions().get(kind)) and set(old) != set(groups)]
         if kinds:
             fixes.append(f"to replace only the bundle's runs of that kind, add --replace-runs {' '.join(kinds)}")
+    problems = [p for found in bad.values() for p in found] + problems
     problems += [p for found in clashes.values() for p in found]
-    raise ReplicateError("refusing to publish mixed results:\n  - " + "\n  - ".join(problems), "; ".join(fixes))
+    what = "mixed results" if not bad else "these results"
+    raise ReplicateError(f"refusing to publish {what}:\n  - " + "\n  - ".join(problems), "; ".join(fixes))

@@ -7,7 +7,8 @@ tables over all of them without training them again:
 - only a run whose rule writes nothing but the files the bundle holds is restored (``Run.restorable``):
   not the embedding analysis' scale runs, whose embeddings are never published, nor Inan's screen runs,
   whose soft-target analysis reads their weights;
-- every file is checked against MANIFEST.json before it is copied;
+- every file is checked against MANIFEST.json before it is copied, and a bundle that lacks a file its
+  MANIFEST.json lists is refused whole (all or nothing: nothing is copied);
 - the restored files are stamped with the current time: Snakemake reruns a job whose output is older than
   its input, so the corpora must be prepared first (the restore refuses otherwise). Snakemake has no record
   (``.snakemake/``) of a restored file, so no params or code trigger applies to it.
@@ -34,12 +35,18 @@ def corpora_missing(results: Path) -> list[str]:
 def restore(bundle: str | Path, results: str | Path, experiments: list[str] | None = None) -> dict[str, list[str]]:
     """Copy the bundle's finished, restorable runs of ``experiments`` (default: all it holds) into
     ``results``. Returns run id -> files copied (a file already there with the same bytes is kept).
-    Raises before copying anything when a file differs from the manifest, or from a file already in
-    ``results``, or when a corpus is not prepared."""
+    Raises before copying anything when a file the manifest lists is missing, a file differs from the
+    manifest or from a file already in ``results``, or a corpus is not prepared."""
     bundle, results = Path(bundle), Path(results)
     files = read_manifest(bundle).get("files")
     if not files:
         raise ReplicateError(f"{bundle} has no MANIFEST.json with files", "restore from a published bundle")
+    absent = [rel for rel in files if not (bundle / rel).is_file()]
+    if absent:
+        more = f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+        raise ReplicateError(f"{bundle} lacks {len(absent)} file(s) its MANIFEST.json lists ({', '.join(absent[:5])}"
+                             f"{more}); nothing restored (a partial bundle would restore some runs of a table and "
+                             "not others)", f"restore the bundle from git (git checkout -- {bundle}), or publish it again")
     missing = corpora_missing(results)
     if missing:
         targets = " ".join(f"{results.as_posix()}/{rel}" for rel in missing)

@@ -1,0 +1,231 @@
+"""A published run's settings are those of the preset its protocol label names.
+
+``protocol`` is a label a config sets; a run labelled ``reduced`` must also have trained with the settings of
+``config/config.yaml`` (``full``: ``config/paper.yaml``, ``smoke``: ``config/smoke.yaml``), read as the workflow
+reads them (the schemas' defaults filled in). Each run kind's recorded settings are rebuilt from the preset
+with the workflow's own spec functions and compared key by key: a difference is named as ``key: recorded ->
+preset``. A Press & Wolf ``@`` cell's own overrides are part of its name, so they are expected; every other
+setting must be the preset's. Settings that do not change a number (``IGNORED``) are not compared. A label
+that names no preset is not checked (it does not claim to be one).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Any, Callable
+
+from replicate import provenance
+
+PRESETS = {"smoke": "config/smoke.yaml", "reduced": "config/config.yaml", "full": "config/paper.yaml"}
+IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allow_tf32"})
+_SHOWN = 6
+
+
+@functools.cache
+def _preset(label: str) -> dict[str, Any]:
+    """The preset's config as the Snakefile sees it: the file, validated, the schemas' defaults filled in."""
+    from snakemake.utils import validate
+
+    from replicate.config_check import load
+    from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR
+
+    config = load(provenance.PROJECT_ROOT / PRESETS[label])
+    for name in CONFIG_SECTIONS:
+        validate(config if name == "config" else config.setdefault(name, {}), str(SCHEMA_DIR / f"{name}.schema.yaml"))
+    return config
+
+
+def preset(label: str) -> dict[str, Any]:
+    return copy.deepcopy(_preset(label))
+
+
+def differences(recorded: Any, expected: Any, where: str = "") -> list[str]:
+    """``key: recorded -> preset`` for every setting that differs (nested keys joined by dots; IGNORED skipped)."""
+    if isinstance(recorded, dict) and isinstance(expected, dict):
+        return [d for k in sorted(set(recorded) | set(expected), key=str) if k not in IGNORED
+                for d in differences(recorded.get(k, "unset"), expected.get(k, "unset"), f"{where}.{k}" if where else k)]
+    unset = (None, "unset")  # not set = the default
+    if (recorded == expected or (recorded in unset and expected in unset)
+            or (_number(recorded) and _number(expected) and float(recorded) == float(expected))):
+        return []
+    return [f"{where}: {_show(recorded)} -> {_show(expected)}"]
+
+
+def _show(value: Any) -> str:
+    """A value for a message; a long list as its length, first and last items (a learning-rate schedule)."""
+    if isinstance(value, list) and len(value) > 6:
+        return f"[{len(value)} values: {', '.join(map(repr, value[:3]))}, ..., {value[-1]!r}]"
+    return repr(value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _config(record: dict) -> dict:
+    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
+    return prov.get("config") if isinstance(prov.get("config"), dict) else {}
+
+
+# ----------------------------------------------------------------------------- each run kind, rebuilt
+def _press_wolf(run: str, record: dict, p: dict) -> list[str]:
+    """A Press & Wolf run: the engine settings it trained with against its cell's under the preset (the cell's
+    @overrides, part of its name, included)."""
+    from replicate.press_wolf.cells import cell_settings
+
+    pw = p["press_wolf"]
+    cell, _, seed = run.removeprefix("press_wolf/").rpartition("/seed")
+    resolved = record.get("resolved") or {}
+    vocab = (resolved.get("model") or {}).get("vocab_size", 10000)
+    expected = {"engine": engine_view(*_resolve(cell_settings(cell, pw.get("overrides"), seed=int(seed)), vocab)),
+                "dataset": pw["dataset"]}
+    return differences({"engine": engine_view(resolved.get("model"), resolved.get("train")),
+                        "dataset": _config(record).get("dataset")}, expected)
+
+
+def _inan_size_settings(inan: dict, dataset: str, size: str, variant: str) -> dict:
+    """As workflow/rules/inan_common.smk's inan_size_settings."""
+    switch = inan["soft_target_grad"]
+    grad = bool(switch.get(variant, False)) if isinstance(switch, dict) else bool(switch)
+    return {**inan["sizes"][size], **inan.get("dataset_overrides", {}).get(dataset, {}).get(size, {}),
+            "soft_target_grad": grad, "prediction_bias": inan["prediction_bias"]}
+
+
+AL_FIELDS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias", "target_norm")
+
+
+def _inan(kind: str) -> Callable[[str, dict, dict], list[str]]:
+    """An Inan Table 1 / ablation / screen run: the engine settings and augmented loss it trained with (its
+    ``settings`` and ``inan`` blocks) against those the preset gives the run (``inan.train.run_settings``)."""
+    def check(run: str, record: dict, p: dict) -> list[str]:
+        from replicate.inan.train import run_settings
+
+        spec = _config(record).get("inan_run") or {}
+        inan, section = p["inan"], p["inan"][kind]
+        dataset, size, variant = spec.get("dataset"), spec.get("size"), spec.get("variant")
+        if size not in inan["sizes"]:
+            return [f"size: {size!r} -> one of {sorted(inan['sizes'])}"]
+        overrides, where = None, {"dataset": dataset}
+        if kind == "table1":
+            where["dataset"] = dataset if dataset in section["datasets"] else f"one of {section['datasets']}"
+        elif kind == "ablation":
+            own = {k: (spec.get("overrides") or {}).get(k) for k in ("tau", "gamma")}  # the run's name sets them
+            overrides = {**section["overrides"], **own}
+            where.update(dataset=section["dataset"], size=section["size"], variant=section["variant"])
+        else:  # screen
+            entry = next((r for r in section["runs"] if (r["variant"], r["tag"]) == (variant, spec.get("tag"))), None)
+            if entry is None:
+                return [f"run: {variant}_{spec.get('tag')} -> not a run of inan.screen.runs "
+                        f"({', '.join(r['variant'] + '_' + r['tag'] for r in section['runs'])})"]
+            overrides = {**section["overrides"], **entry.get("overrides", {})}
+            where.update(dataset=section["dataset"], size=section["size"])
+        engine, al = run_settings(_inan_size_settings(inan, dataset, size, variant), size, variant, section["seed"],
+                                  overrides)
+        resolved = record.get("resolved") or {}
+        vocab = (resolved.get("model") or {}).get("vocab_size", 10000)
+        expected = {**where, "engine": engine_view(*_resolve(engine, vocab)),
+                    "augmented_loss": {k: getattr(al, k) for k in AL_FIELDS} if al else None}
+        info, defaults = record.get("inan") or {}, _al_defaults()  # a record older than a field: its default
+        recorded = {**{k: spec.get(k) for k in where}, "engine": engine_view(resolved.get("model"), resolved.get("train")),
+                    "augmented_loss": {k: info.get(k, defaults.get(k)) for k in AL_FIELDS} if al else None}
+        return differences(recorded, expected)
+    return check
+
+
+# the engine's settings that change no number, and those that the schedule's learning rates (``lrs``) replace
+ENGINE_SKIPPED = frozenset({"log_every", "checkpoint_minutes", "eval_window", "lr", "schedule", "decay",
+                            "decay_interval", "max_epoch"})
+
+
+def _resolve(settings: dict, vocab_size: int) -> tuple[dict, dict]:
+    import dataclasses
+
+    from replicate.lstm.config import resolve
+
+    model, train = resolve(settings, vocab_size)
+    return dataclasses.asdict(model), dataclasses.asdict(train)
+
+
+def engine_view(model: dict | None, train: dict | None) -> dict:
+    """The engine settings a run's numbers depend on: its resolved model and training settings, with the
+    learning rate of every epoch in place of the schedule's parameters (a ``decay_interval`` that the
+    ``later`` schedule never reads is no difference)."""
+    from replicate.lstm.config import TrainConfig, lr_at
+
+    if not isinstance(model, dict) or not isinstance(train, dict):
+        return {"resolved": "unset"}
+    cfg = TrainConfig(**{k: v for k, v in train.items() if k in TrainConfig.__dataclass_fields__})
+    return {"model": model, "train": {k: v for k, v in train.items() if k not in ENGINE_SKIPPED},
+            "lrs": [round(lr_at(cfg, e), 12) for e in range(int(cfg.epochs))]}
+
+
+@functools.cache
+def _al_defaults() -> dict:
+    import inspect
+
+    from replicate.inan.train import AugmentedLoss
+
+    return {k: p.default for k, p in inspect.signature(AugmentedLoss).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def _subspace(run: str, record: dict, p: dict) -> list[str]:
+    from replicate.inan.readings import reading_settings
+
+    config = _config(record)
+    reading, sub = config.get("reading"), p["inan"]["subspace"]
+    if reading not in sub.get("readings", {}):
+        return [f"reading: {reading!r} -> one of inan.subspace.readings ({', '.join(sorted(sub.get('readings', {})))})"]
+    skip = ("seeds", "panel_a", "panel_b", "enabled")  # the point's own tau and beta, and its seeds (n_seeds)
+    expected = {k: v for k, v in reading_settings(sub, reading).items() if k not in skip}
+    recorded = {k: v for k, v in (config.get("inan_subspace") or {}).items() if k not in skip}
+    return differences(recorded, expected, "inan.subspace")
+
+
+def _initial_loss(run: str, record: dict, p: dict) -> list[str]:
+    recorded = _config(record).get("initial_loss") or {}
+    return differences(recorded, {k: p["initial_loss"].get(k, "unset") for k in recorded}, "initial_loss")
+
+
+def _scale_lstm(run: str, record: dict, p: dict) -> list[str]:
+    from replicate.scale.study import train_spec
+
+    got = _config(record).get("scale_run") or {}
+    wc = {k: str(got.get(k)) for k in ("dataset", "pct", "hidden", "variant", "dropout", "seed")}
+    expected = train_spec(p["scale"], wc, {}, bool(got.get("record")))["config"]["scale_run"]
+    return differences(got, expected, "scale")
+
+
+def _scale_transformer(run: str, record: dict, p: dict) -> list[str]:
+    from replicate.scale.study import transformer_spec
+
+    got = _config(record).get("scale_transformer") or {}
+    wc = {"variant": got.get("variant"), "std": str(got.get("std")), "lr": str(got.get("lr")), "seed": str(got.get("seed"))}
+    return differences(got, transformer_spec(p["scale"], wc, {})["config"]["scale_transformer"], "scale.transformer")
+
+
+CHECKS: dict[tuple[str, str], Callable[[str, dict, dict], list[str]]] = {
+    ("press_wolf", "lstm"): _press_wolf,
+    ("inan", "table1"): _inan("table1"), ("inan", "ablation"): _inan("ablation"), ("inan", "screen"): _inan("screen"),
+    ("inan", "subspace"): _subspace,
+    ("initial_loss", "sweep"): _initial_loss,
+    ("scale", "lstm"): _scale_lstm, ("scale", "transformer"): _scale_transformer,
+}
+
+
+def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record: dict) -> str | None:
+    """Why a run's recorded settings are not those of the preset its protocol names (None: they are, or the
+    label names no preset)."""
+    check = CHECKS.get((experiment, kind))
+    if protocol not in PRESETS or check is None:
+        return None
+    try:
+        found = check(run, record, _preset(protocol))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record too old or too odd to rebuild
+        found = [f"its settings cannot be rebuilt from the preset ({type(exc).__name__}: {exc})"]
+    if not found:
+        return None
+    more = f"; and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+    return f"{run} is labelled {protocol} but did not train with {PRESETS[protocol]} ({'; '.join(found[:_SHOWN])}{more})"
+
