@@ -101,3 +101,24 @@ def test_dry_run_of_an_experiment_target_ends_with_its_cost(workflow_dir):
     assert "rule inan_train:" in out and "rule press_wolf_train:" not in out
     cost = out[out.index("Estimated cost:"):]
     assert "one-thread CPU hours" in cost and "longest job: inan_train" in cost.replace("\n", " ")
+
+
+@pytest.mark.parametrize("preset", ["config/config.yaml", "config/paper.yaml"])
+def test_every_time_limit_is_above_its_estimate_by_the_stated_factor(preset, workflow_dir):
+    """A cluster job asks for at least LIMIT_OVER_ESTIMATE x its expected wall time (its one_thread_min at its
+    threads): the +REAL row's limit once fell below its own estimate."""
+    import re
+
+    from support.workflow import run_snakemake
+
+    out = run_snakemake(["-n", "--forceall", "all", "--configfile", preset], cwd=workflow_dir).stdout
+    checked = 0
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+        runtime, minutes = re.search(r"\bruntime=(\d+)", block), re.search(r"\bone_thread_min=(\d+)", block)
+        if not (runtime and minutes):
+            continue
+        threads = int(m[1]) if (m := re.search(r"\n\s+threads: (\d+)", block)) else 1
+        expected = resources.expected_wall_min(int(minutes[1]), threads)
+        assert int(runtime[1]) >= resources.LIMIT_OVER_ESTIMATE * expected, block[:300]
+        checked += 1
+    assert checked > 10

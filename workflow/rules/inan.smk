@@ -28,7 +28,7 @@ rule inan_train:
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
+        runtime=lstm_runtime(_engine_settings(inan_table1_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
         one_thread_min=lstm_one_thread_min(_engine_settings(inan_table1_spec), lambda wc: wc.dataset,
                                            augmented_loss_slowdown),
         gpu=train_gpus,
@@ -61,7 +61,7 @@ rule inan_ablation_train:
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
+        runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
         one_thread_min=lstm_one_thread_min(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset,
                                            augmented_loss_slowdown),
         gpu=train_gpus,
@@ -93,7 +93,7 @@ rule inan_screen_train:
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
+        runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
         one_thread_min=lstm_one_thread_min(_engine_settings(inan_screen_spec), lambda wc: wc.dataset,
                                            augmented_loss_slowdown),
         gpu=train_gpus,

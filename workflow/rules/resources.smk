@@ -63,11 +63,13 @@ def lstm_mem_mb(settings_of, dataset):
     return mem_mb
 
 
-def lstm_runtime(settings_of, dataset):
-    """`runtime` (integer minutes) of a rule that trains one LSTM; same arguments as lstm_mem_mb."""
+def lstm_runtime(settings_of, dataset, slowdown=None):
+    """`runtime` (integer minutes) of a rule that trains one LSTM; same arguments as lstm_mem_mb, and the
+    measured ``slowdown(wildcards)`` of its loss (as lstm_one_thread_min), so the limit stays above the estimate."""
 
     def runtime(wildcards, threads, attempt):
-        return _lstm(settings_of, dataset, wildcards, threads).for_attempt(attempt).runtime_min
+        factor = slowdown(wildcards) if slowdown else 1.0
+        return math.ceil(factor * _lstm(settings_of, dataset, wildcards, threads).for_attempt(attempt).runtime_min)
 
     return runtime
 
@@ -82,6 +84,17 @@ def lstm_one_thread_min(settings_of, dataset, slowdown=None):
         return math.ceil(60 * factor * _lstm(settings_of, dataset, wildcards, 1).one_thread_hours)
 
     return one_thread_min
+
+
+def runtime_at_least(minutes, one_thread_min):
+    """`runtime` of a rule with a configured limit: ``minutes``, raised where the job's own estimate
+    (``one_thread_min(wildcards)`` at its threads) needs more: LIMIT_OVER_ESTIMATE x its expected wall time."""
+
+    def runtime(wildcards, threads, attempt):
+        expected = _res.expected_wall_min(one_thread_min(wildcards), threads)
+        return attempt * max(int(minutes), math.ceil(_res.LIMIT_OVER_ESTIMATE * expected))
+
+    return runtime
 
 
 def augmented_loss_slowdown(wildcards):

@@ -33,7 +33,7 @@ rule scale_train:
         code=SC_LSTM_CODE,
     threads: SC["threads"]
     resources:
-        runtime=SC["runtime_minutes"],
+        runtime=runtime_at_least(SC["runtime_minutes"], lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset)),
         one_thread_min=lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset),
         gpu=train_gpus,
     log:
@@ -141,7 +141,7 @@ rule scale_transformer:
                           "data", "devices"),
     threads: SC["threads"]
     resources:
-        runtime=SC["runtime_minutes"],
+        runtime=runtime_at_least(SC["runtime_minutes"], transformer_one_thread_min),
         one_thread_min=transformer_one_thread_min,
         gpu=train_gpus,
     log:
