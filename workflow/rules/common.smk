@@ -3,6 +3,7 @@ import json
 import os
 import sys
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as _snakemake_logger
 
 from replicate import costs, paths, plan_lines, progress
@@ -19,7 +20,15 @@ os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.enviro
 
 # The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
 # rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/plan_lines.py).
-plan_lines.install(_snakemake_logger, workflow.cores)
+def given_cores():
+    """The --cores of the command, or None for a command that takes none (--unlock, --cleanup-metadata)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return None
+
+
+plan_lines.install(_snakemake_logger, given_cores())
 
 # The results folder of this config: results/ unless the preset names another (the smoke preset writes
 # to results_smoke/, so that it never meets a real run's files, metadata or report).
