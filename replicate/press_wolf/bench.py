@@ -195,6 +195,23 @@ def _median_ms(fn, repeats: int = 7) -> float:
     return statistics.median(times) * 1e3
 
 
+def _optimizer_step(model: LSTMLM, tcfg):
+    """The trainer's update of ``model`` (global-norm clip + SGD) on zero gradients, as a function to time."""
+    from replicate.lstm.train import clip_global_norm_
+
+    params = list(model.parameters())
+    for p in params:
+        p.grad = torch.zeros_like(p)
+
+    def step():
+        clip_global_norm_(params, tcfg.clip)
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-tcfg.lr)
+
+    return step
+
+
 def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict:
     """Milliseconds of one training step of an unmasked cell by part, at its shapes: the recurrence (all
     layers, forward + backward) on torch's kernel (now) and on the hand-written fused kernel (before), the
@@ -220,19 +237,7 @@ def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict
     out_b = torch.zeros(vocab, requires_grad=True)
     targets = torch.randint(0, vocab, (T * B,), generator=g)
     grad = torch.rand(T * B, vocab, generator=g)
-    model = LSTMLM(mcfg)
-    params = list(model.parameters())
-    for p in params:
-        p.grad = torch.zeros_like(p)
-
-    def optimizer():
-        from replicate.lstm.train import clip_global_norm_
-
-        clip_global_norm_(params, tcfg.clip)
-        with torch.no_grad():
-            for p in params:
-                p.add_(p.grad, alpha=-tcfg.lr)
-
+    optimizer = _optimizer_step(LSTMLM(mcfg), tcfg)
     parts = {"recurrence (torch kernel, now)": _median_ms(recurrence(kernels._native_lstm), repeats),
              "recurrence (hand-written, before)": _median_ms(recurrence(kernels.lstm_sequence), repeats),
              "output GEMMs (3)": _median_ms(lambda: (torch.addmm(out_b, h2.detach(), out_w.detach().t()),
@@ -290,18 +295,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
     h2 = features.detach().view(-1, H)
     gemms = [lambda: (torch.addmm(out_b.detach(), h2, out_w.detach().t()) if out_b is not None
                       else h2.mm(out_w.detach().t())), lambda: grad.mm(out_w.detach()), lambda: grad.t().mm(h2)]
-    params = list(model.parameters())
-    for p in params:
-        p.grad = torch.zeros_like(p)
-
-    def optimizer():
-        from replicate.lstm.train import clip_global_norm_
-
-        clip_global_norm_(params, tcfg.clip)
-        with torch.no_grad():
-            for p in params:
-                p.add_(p.grad, alpha=-tcfg.lr)
-
+    optimizer = _optimizer_step(model, tcfg)
     with kernels.use("fast"):
         parts = {"recurrence (2 VD layers)": _median_ms(recurrence, repeats),
                  "output GEMMs (3)": _median_ms(lambda: [f() for f in gemms], repeats),
