@@ -116,13 +116,15 @@ def headline(jobs: list[tuple[str, int | None]], cores: int | None) -> str:
     timed = [(int(minutes), rule) for rule, minutes in jobs if minutes is not None]
     total = sum(m for m, _ in timed) / 60
     longest, rule = max(timed, default=(0, "none"))
-    wall = max(total / max(int(cores or 1), 1), longest / 60)
     rest = len(jobs) - len(timed)
     if not timed:
         return f"Estimated cost: {len(jobs)} cheap jobs (tables, figures, data steps), no training."
+    # a cluster run (--jobs, no --cores) has no core count: its wall clock is the cluster's
+    wall = f"on {cores} core(s) at least {max(total / int(cores), longest / 60):.1f} h of wall clock" if cores else \
+        "wall clock as the cluster runs the jobs"
     return (f"Estimated cost: {total:.1f} one-thread CPU hours in {len(jobs)} jobs"
             + (f" ({rest} of them cheap tables, figures or data steps without an estimate)" if rest else "")
-            + f"; on {cores or 1} core(s) at least {wall:.1f} h of wall clock; longest job: {rule}, "
+            + f"; {wall}; longest job: {rule}, "
             f"{longest / 60:.1f} one-thread h. Rates: {resources.MEASURED_ON} (replicate/resources.py; "
             "per experiment: python -m replicate costs --remaining TARGETS).")
 

@@ -81,6 +81,7 @@ def test_headline_adds_up_the_jobs_and_names_the_longest():
     assert "on 2 core(s) at least 10.0 h of wall clock; longest job: inan_train, 10.0 one-thread h" in line
     assert resources.MEASURED_ON in line
     assert "6.0 h of wall clock" in costs.headline([("press_wolf_train", 360)] * 2, cores=2)
+    assert "wall clock as the cluster runs the jobs" in costs.headline([("inan_train", 60)], cores=None)
     assert costs.headline([("data_summary", None)], cores=8) == ("Estimated cost: 1 cheap jobs (tables, figures, "
                                                                  "data steps), no training.")
 

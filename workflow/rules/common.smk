@@ -45,7 +45,7 @@ onstart:
     # training job, read from the jobs' logs (at most one per job per REPLICATE_PROGRESS_SECONDS, default 60;
     # 0 turns it off; replicate/progress.py).
     costs.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in workflow.dag.needrun_jobs()],
-                   workflow.cores, config["cost_notice_hours"], _snakemake_logger.info)
+                   given_cores(), config["cost_notice_hours"], _snakemake_logger.info)
     progress.start(R("logs"), _snakemake_logger.info)
 
 

@@ -87,7 +87,7 @@ def lstm_one_thread_min(settings_of, dataset, slowdown=None):
 
 
 def runtime_at_least(minutes, one_thread_min):
-    """`runtime` of a rule with a configured limit: ``minutes``, raised where the job's own estimate
+    """`runtime` of a training job with a configured limit: ``minutes``, raised where its own estimate
     (``one_thread_min(wildcards)`` at its threads) needs more: LIMIT_OVER_ESTIMATE x its expected wall time."""
 
     def runtime(wildcards, threads, attempt):
