@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from support.workflow import REPO_ROOT
-from replicate.lstm.config import ModelConfig, TrainConfig
+from replicate.lstm.config import (DROPOUT, GATE_BIAS, PR_FORMS, SCHEDULES, TYING, VARIATIONAL_MASKS, ModelConfig,
+                                    TrainConfig)
 from replicate.press_wolf.cells import CELL_KEYS
 from replicate.validate import Schemas, SettingError, check_memory, describe, nearest, parse_text
 
@@ -28,13 +29,30 @@ def test_engine_schema_has_no_defaults():
     assert all("default" not in node for node in SCHEMAS.node("lstm.schema.yaml")["properties"].values())
 
 
-def test_engine_defaults_are_allowed():
-    """The dataclasses' own defaults pass the schema (the bounds refuse nothing the engine runs by default)."""
-    for cls in (ModelConfig, TrainConfig):
-        for field in dataclasses.fields(cls):
-            if field.name in CELL_KEYS:
-                SCHEMAS.check(field.default, f"lstm.schema.yaml#/properties/{field.name}", key=field.name,
-                              where="default", fix="-")
+ENGINE_FIELDS = {f.name: f for cls in (ModelConfig, TrainConfig) for f in dataclasses.fields(cls) if f.name in CELL_KEYS}
+ENGINE_CHOICES = {"tying": TYING, "dropout": DROPOUT, "gate_bias": GATE_BIAS, "variational_masks": VARIATIONAL_MASKS,
+                  "schedule": SCHEDULES, "pr_form": tuple(PR_FORMS)}
+
+
+@pytest.mark.parametrize("key", sorted(ENGINE_FIELDS))
+def test_engine_schema_agrees_with_the_dataclass_field(key):
+    """Each engine key's node in lstm.schema.yaml has its dataclass field's type (null where the field may be
+    None), its choices, and bounds that allow its default."""
+    field = ENGINE_FIELDS[key]
+    node = SCHEMAS.node(f"lstm.schema.yaml#/properties/{key}")
+    types = [{"int": "integer", "float": "number", "bool": "boolean", "str": "string", "None": "null"}[t]
+             for t in field.type.split(" | ")]
+    assert node["type"] == (types if len(types) > 1 else types[0])
+    assert node.get("enum") == (list(ENGINE_CHOICES[key]) if key in ENGINE_CHOICES else None)
+    SCHEMAS.check(field.default, f"lstm.schema.yaml#/properties/{key}", key=key, where="default", fix="-")
+
+
+def test_engine_schema_is_json():
+    """lstm.schema.yaml is written as JSON (which YAML reads too): Snakemake's validate reads the file again at
+    every $ref it follows (~100 for one config, inan.schema.yaml's engine keys) and tries JSON first."""
+    import json
+
+    assert json.loads((REPO_ROOT / "workflow/schemas/lstm.schema.yaml").read_text())["properties"]
 
 
 @pytest.mark.parametrize("raw,value", [("true", True), ("False", False), ("null", None), ("3", 3),
