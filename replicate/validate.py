@@ -132,14 +132,15 @@ class Schemas:
         return (self.directory / name).as_uri() + "#" + pointer
 
     def node(self, ref: str) -> dict[str, Any]:
-        """The schema node at ``ref``, with ``$ref`` chains resolved (for messages)."""
-        resolved = self.registry.resolver().lookup(self._uri(ref))
-        contents = dict(resolved.contents)
-        while "$ref" in contents:
-            inner = resolved.resolver.lookup(contents.pop("$ref"))
-            contents = {**inner.contents, **contents}
-            resolved = inner
-        return contents
+        """The schema node at ``ref`` (for messages): ``$ref`` hops followed, as schema paths omit them; its own merged."""
+        name, _, pointer = ref.partition("#")
+        contents, resolver = {"$ref": self._uri(name)}, self.registry.resolver()
+        for step in [*filter(None, pointer.split("/")), None]:  # None: the node itself
+            while (step is None or step not in contents) and "$ref" in contents:
+                inner, outer = resolver.lookup(contents["$ref"]), {k: v for k, v in contents.items() if k != "$ref"}
+                contents, resolver = {**inner.contents, **outer}, inner.resolver
+            contents = contents if step is None else contents[int(step) if isinstance(contents, list) else step]
+        return dict(contents)
 
     def check(self, value: Any, ref: str, *, key: str, where: str, fix: str) -> Any:
         """``value`` if the node at ``ref`` allows it, else a SettingError naming key, value and range."""
@@ -170,10 +171,9 @@ class Schemas:
             raise SettingError(f"config: {path or 'top level'}: {error.message}", fix)
         if error.validator == "not":  # propertyNames: a key set elsewhere (see the section's description)
             raise SettingError(f"config: key {path}.{error.instance} is not allowed here", fix)
-        node = error.parent.schema if error.parent is not None else error.schema  # oneOf: all branches
-        allowed = describe(node) if {"type", "enum", "oneOf", "anyOf"} & set(node) else ""
-        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {reason(error)}"
-                           + (f"; {path} must be {allowed}" if allowed else ""), fix)
+        schema_path = list((error.parent or error).absolute_schema_path)  # of a oneOf: all its branches
+        raise SettingError(f"config: {path}={error.instance!r} is not allowed: {reason(error)}; {path} must be "
+                           f"{describe(self.node(name + '#/' + '/'.join(map(str, schema_path[:-1]))))}", fix)
 
     def check_mapping(self, values: dict[str, Any], ref: str, *, where: str, fix: str) -> dict[str, Any]:
         """Every key of ``values`` known to the object node at ``ref`` (a node with ``properties`` of its own)

@@ -109,6 +109,9 @@ def test_bad_config_names_the_cause(case_id, mutate, words):
      "must be a number in (0, 10] or one of inv_sqrt_d, log_n_over_d"),
     ("scale", _mutate(("scale", "lstm", "overrides", "hidden_size"), 400),
      "key scale.lstm.overrides.hidden_size is not allowed here"),
+    # an engine key that Inan narrows (lstm.schema.yaml: 0 to 10000) is described with both bounds
+    ("inan", _mutate(("inan", "sizes", "small", "max_epoch"), 0), "inan.sizes.small.max_epoch must be an integer from 1 to 10000"),
+    ("inan", _mutate(("inan", "screen", "overrides", "max_epoch"), 20000), "max_epoch must be an integer from 1 to 10000"),
 ])
 def test_config_refusal_is_short_and_named(section, mutate, message):
     """What the Snakefile raises after a failed validation: the key path, the value, the range, a near key."""
@@ -129,11 +132,11 @@ def test_config_check_passes_the_presets(preset):
 
 
 def test_every_schema_key_is_described_and_typed():
-    """Each property in every schema has a description and a type (or enum/const)."""
+    """Each property in every schema has a description and a type (or enum/const), or a $ref to a node with them."""
     def walk(node, where):
         for key, sub in (node.get("properties") or {}).items():
             here = f"{where}.{key}"
-            assert "description" in sub, f"{here} lacks a description"
+            assert "description" in sub or "$ref" in sub, f"{here} lacks a description"
             assert any(k in sub for k in ("type", "enum", "const", "$ref", "oneOf", "anyOf")), f"{here} lacks a type"
             walk(sub, here)
             if isinstance(sub.get("items"), dict):

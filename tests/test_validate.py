@@ -47,6 +47,19 @@ def test_engine_schema_agrees_with_the_dataclass_field(key):
     SCHEMAS.check(field.default, f"lstm.schema.yaml#/properties/{key}", key=key, where="default", fix="-")
 
 
+def test_experiment_engine_keys_refer_to_the_engine_schema():
+    """An engine key in Inan's size block or section 6.2 settings takes its type and range from lstm.schema.yaml
+    (by $ref), and the size block's defaults are the dataclass's, but for Inan's own schedule."""
+    with open(REPO_ROOT / "workflow/schemas/inan.schema.yaml") as fh:
+        inan = yaml.safe_load(fh)
+    for block in (inan["$defs"]["size"], inan["properties"]["subspace"]):
+        for key, node in block["properties"].items():
+            assert (node.get("$ref") == f"lstm.schema.yaml#/properties/{key}") == (key in CELL_KEYS), key
+            assert "type" not in node or key not in CELL_KEYS, f"{key}: its type is lstm.schema.yaml's"
+    defaults = {k: n["default"] for k, n in inan["$defs"]["size"]["properties"].items() if k in CELL_KEYS and "default" in n}
+    assert defaults == {**{k: ENGINE_FIELDS[k].default for k in defaults}, "schedule": "later"}
+
+
 def test_engine_schema_is_json():
     """lstm.schema.yaml is written as JSON (which YAML reads too): Snakemake's validate reads the file again at
     every $ref it follows (~100 for one config, inan.schema.yaml's engine keys) and tries JSON first."""
