@@ -91,12 +91,15 @@ def source_hash(*modules: str) -> str:
 
     Rules pass this as a ``params`` value, so that editing the code a rule runs makes
     Snakemake (``--rerun-triggers params``, the default) rerun exactly those rules.
-    ``modules`` are dotted names relative to the package, e.g. ``"lstm"`` or ``"data"``.
+    ``modules`` are dotted names relative to the package, e.g. ``"lstm"`` or ``"data"``; a module's
+    ``.cpp`` beside its ``.py`` counts with it.
     """
     digest = hashlib.sha256()
     for name in sorted(set(modules)):
         base = PACKAGE_ROOT.joinpath(*name.split("."))
-        files = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+        # a module's C++ part (``x.cpp`` beside ``x.py``, compiled by it) is part of its source
+        files = (sorted(base.rglob("*.py")) if base.is_dir()
+                 else [f for f in (base.with_suffix(".py"), base.with_suffix(".cpp")) if f.suffix == ".py" or f.exists()])
         for f in files:
             digest.update(str(f.relative_to(PACKAGE_ROOT)).encode())
             digest.update(f.read_bytes())
