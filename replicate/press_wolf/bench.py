@@ -108,6 +108,12 @@ def zipf_tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
     return zipf_targets(n, vocab, seed)
 
 
+def _bench_data(settings: dict, batches: int, vocab: int) -> torch.Tensor:
+    """The tokens a cell's timed epoch and its warm-up read (the same for every repeat)."""
+    tcfg = resolve(settings, vocab)[1]
+    return zipf_tokens((batches + 3) * tcfg.bptt * tcfg.batch_size + 1, vocab)
+
+
 def _timed(fn, tokens: int) -> tuple[float, float]:
     """(tokens per wall second, tokens per CPU second) of ``fn()``."""
     t0, c0 = time.perf_counter(), time.process_time()
@@ -337,16 +343,21 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
               "load_start": start, "cells": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
+    # the repeats go round the cells, so that a drift in the machine's speed falls on every cell alike
+    samples = {name: ([], []) for name in cells}
+    for _ in range(repeats):
+        for name in cells:
+            settings, extra, _, plain_kind = cell(name)
+            data = _bench_data(settings, batches, vocab)
+            samples[name][0].append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
+            samples[name][1].append(
+                plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
+                else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
     for name in cells:
         settings, extra, epochs, plain_kind = cell(name)
         mcfg, tcfg = resolve(settings, vocab)
-        need = (batches + 3) * tcfg.bptt * tcfg.batch_size + 1
-        data = zipf_tokens(need, vocab)
-        ours, plain = [], []
-        for _ in range(repeats):
-            ours.append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
-            plain.append(plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
-                         else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
+        data = _bench_data(settings, batches, vocab)
+        ours, plain = samples[name]
         fpt = flops_per_token(mcfg.hidden_size, mcfg.num_layers, vocab)
         row = {"flops_per_token": fpt, "plain": plain_kind, "epochs": epochs}
         for clock, i in (("wall", 0), ("cpu", 1)):
@@ -361,7 +372,7 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
                   f"matmul peak (plain {p * fpt / 1e9 / peak:.0%}); repeats ours "
                   f"{[round(r[i]) for r in ours]} plain {[round(r[i]) for r in plain]}", flush=True)
         if epochs is not None:
-            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(need - 1, 5000))
+            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(len(data) - 1, 5000))
                      for bs in {tcfg.valid_batch_size, tcfg.eval_batch_size}}
             row["eval_tok_s"] = {str(bs): r for bs, r in rates.items()}
             row["projected_row_hours"] = projected_hours(settings, epochs, row["wall"]["ours_median"], rates.get)
