@@ -45,7 +45,7 @@ T exp_shifted(const T* in, T* out, T m, int64_t n) {
   return s;
 }
 
-// Chunk starts over the rows taken in ``order`` (a permutation, or none = 0..n-1): one chunk per thread,
+// Chunk starts over the rows taken in ``order`` (a permutation, or null = 0..n-1): one chunk per thread,
 // each start moved forward to the first row of a new word (``word`` of the row), so a word's rows share a
 // chunk (its soft target row and its per-word sums are touched by one thread only).
 std::vector<int64_t> chunk_starts(int64_t n, const int64_t* order, const int64_t* word) {
@@ -53,7 +53,7 @@ std::vector<int64_t> chunk_starts(int64_t n, const int64_t* order, const int64_t
   std::vector<int64_t> starts{0};
   for (int64_t c = 1; c < chunks; ++c) {
     int64_t p = std::max(c * n / chunks, starts.back() + 1);
-    while (word && p < n && word[order[p]] == word[order[p - 1]]) ++p;
+    while (word && p < n && word[order ? order[p] : p] == word[order ? order[p - 1] : p - 1]) ++p;
     if (p < n) starts.push_back(p);
   }
   starts.push_back(n);

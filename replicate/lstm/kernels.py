@@ -278,8 +278,9 @@ class _Rows:
     def __init__(self, z, targets, soft=None, idx=None, shift=None, tau: float = 1.0, want_agg: bool = False):
         n = z.shape[0]
         self.compiled = _cpu_rows_usable(z)
-        self.z, self.targets, self.soft, self.idx = z, targets, soft, idx
-        self.order = torch.argsort(idx, stable=True) if soft is not None and self.compiled else None
+        self.z, self.targets, self.soft = z, targets.contiguous(), soft
+        self.idx = idx.contiguous() if idx is not None else None
+        self.order = torch.argsort(self.idx, stable=True) if soft is not None and self.compiled else None
         new = z.new_empty
         self.top, self.total, self.target_logit = new(n), new(n), new(n)
         self.q = self.total_q = self.soft_dot = self.agg = None
@@ -287,8 +288,8 @@ class _Rows:
             self.q, self.total_q, self.soft_dot = torch.empty_like(z), new(n), z.new_zeros(soft.shape[0])
             self.agg = torch.zeros_like(soft) if want_agg else None
         if self.compiled:
-            _cpu_rows().rows_forward(z, targets, self.top, self.total, self.target_logit, soft, idx, shift, tau,
-                                     self.q, self.total_q, self.soft_dot, self.order, self.agg)
+            _cpu_rows().rows_forward(z, self.targets, self.top, self.total, self.target_logit, soft, self.idx, shift,
+                                     tau, self.q, self.total_q, self.soft_dot, self.order, self.agg)
         else:
             self._torch_forward(shift, tau)
 
