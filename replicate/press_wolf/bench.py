@@ -25,7 +25,6 @@ warning when the machine was not idle: quote ratios from idle runs only.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
@@ -35,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from replicate.errors import ReplicateError
+from replicate.inan.bench import IDLE_LOAD, load_state, zipf_targets
 from replicate.inan.trainer import AugmentedTrainer
 from replicate.lstm import kernels
 from replicate.lstm.config import resolve
@@ -97,15 +97,6 @@ def cell(name: str):
     settings, epochs = CELLS[name]
     plain = "reference kernels" if resolve(settings, 10)[0].dropout in ("variational", "inan") else "stock modules"
     return settings, None, epochs, plain
-
-
-def zipf_tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
-    """``n`` word ids drawn with probability 1 / rank, like text: a PTB-sized window then has about as many
-    distinct targets as a real one (what the augmented loss's cost depends on; uniform ids would make
-    nearly every target distinct)."""
-    from replicate.inan.bench import zipf_targets  # (inan.bench imports this module)
-
-    return zipf_targets(n, vocab, seed)
 
 
 def _timed(fn, tokens: int) -> tuple[float, float]:
@@ -272,7 +263,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
         h.sum().backward()
 
     model = LSTMLM(mcfg)
-    data = zipf_tokens(T * B + 1, vocab)
+    data = zipf_targets(T * B + 1, vocab)
     inputs, targets = data[:-1].view(T, B), data[1:].view(T, B)
     features = torch.rand(T, B, H, generator=g).requires_grad_()
     emb, out_w, out_b = model.embedding.weight, model.output_weight, model.output_bias
@@ -303,7 +294,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
                  "output layer + loss, whole": _median_ms(output_layer, repeats),
                  "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
         trainer_cls = AugmentedTrainer if fused else Trainer
-        trainer = trainer_cls(model, tcfg, zipf_tokens(9 * T * B + 1, vocab), data[:3], log=lambda s: None,
+        trainer = trainer_cls(model, tcfg, zipf_targets(9 * T * B + 1, vocab), data[:3], log=lambda s: None,
                               extra_loss=al)
         trainer.batches = 2
         trainer.train_epoch()  # warm-up
@@ -313,16 +304,6 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
         parts["output layer + loss, whole"] - parts["output GEMMs (3)"] - parts["soft-target product(s)"])
     parts["whole training step"] = 1e3 / step
     return parts
-
-
-# 1-minute load average above which the machine does not count as idle (other runnable processes)
-IDLE_LOAD = 0.5
-
-
-def load_state() -> dict:
-    """Load averages (1, 5, 15 min) and whether the machine counts as idle for a speed measurement."""
-    load = os.getloadavg()
-    return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
 
 
 def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
@@ -341,7 +322,7 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
         settings, extra, epochs, plain_kind = cell(name)
         mcfg, tcfg = resolve(settings, vocab)
         need = (batches + 3) * tcfg.bptt * tcfg.batch_size + 1
-        data = zipf_tokens(need, vocab)
+        data = zipf_targets(need, vocab)
         ours, plain = [], []
         for _ in range(repeats):
             ours.append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
