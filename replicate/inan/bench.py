@@ -78,9 +78,7 @@ def main(args) -> int:
     if args.out:
         from replicate import io as rio
         from replicate import provenance
-        from replicate.inan.train import TRAIN_MODULES
-
-        result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
+        result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         rio.write_json(args.out, result)
     else:
         print(json.dumps({k: v for k, v in result.items() if k != "soft_target_grad"}))

@@ -40,7 +40,6 @@ from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
-from replicate.press_wolf import BENCH_MODULES
 from replicate.provenance import PROJECT_ROOT
 
 
@@ -398,7 +397,7 @@ def main(args) -> int:
         from replicate import io as rio
         from replicate import provenance
 
-        result["code_version"] = provenance.source_hash(*BENCH_MODULES)
+        result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         if args.out:
             rio.write_json(args.out, result)
         if args.table:
