@@ -202,43 +202,6 @@ def _optimizer_step(model: LSTMLM, tcfg):
     return step
 
 
-def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict:
-    """Milliseconds of one training step of an unmasked cell by part, at its shapes: the recurrence (all
-    layers, forward + backward) on torch's kernel (now) and on the hand-written fused kernel (before), the
-    output layer's three GEMMs, the rest of the fused output layer + loss, the optimizer (clip + SGD)."""
-    mcfg, tcfg = resolve(settings, vocab)
-    H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(T, B, H, generator=g).requires_grad_()
-    zeros = torch.zeros(B, H)
-    w = [(torch.rand(4 * H, H, generator=g) * 0.2 - 0.1).requires_grad_() for _ in range(2 * L)]
-    bias = torch.zeros(4 * H, requires_grad=True)
-
-    def recurrence(layer):
-        def run():
-            h = x
-            for i in range(L):
-                h, _ = layer(h, zeros, zeros, w[2 * i], w[2 * i + 1], bias)
-            h.sum().backward()
-        return run
-
-    h2 = torch.rand(T * B, H, generator=g).requires_grad_()
-    out_w = (torch.rand(vocab, H, generator=g) * 0.2 - 0.1).requires_grad_()
-    out_b = torch.zeros(vocab, requires_grad=True)
-    targets = torch.randint(0, vocab, (T * B,), generator=g)
-    grad = torch.rand(T * B, vocab, generator=g)
-    optimizer = _optimizer_step(LSTMLM(mcfg), tcfg)
-    parts = {"recurrence (torch kernel, now)": _median_ms(recurrence(kernels._native_lstm), repeats),
-             "recurrence (hand-written, before)": _median_ms(recurrence(kernels.lstm_sequence), repeats),
-             "output GEMMs (3)": _median_ms(lambda: (torch.addmm(out_b, h2.detach(), out_w.detach().t()),
-                                                     grad.mm(out_w.detach()), grad.t().mm(h2.detach())), repeats),
-             "output layer + loss, whole": _median_ms(
-                 lambda: kernels.linear_nll(h2, out_w, out_b, targets).backward(), repeats),
-             "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
-    parts["loss (output layer minus its GEMMs)"] = parts["output layer + loss, whole"] - parts["output GEMMs (3)"]
-    return parts
-
-
 def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repeats: int = 7) -> dict:
     """Milliseconds of one training window of an Inan cell (``inan_al``, ``inan_real``, ...) by part, at its
     shapes: the recurrence (two VD-masked layers, forward + backward), the output layer's three GEMMs, the
