@@ -16,7 +16,7 @@ def _train(args) -> int:
     from replicate import io as rio
     from replicate import provenance
     from replicate.data import load_corpus
-    from replicate.inan.train import TRAIN_MODULES, run_settings
+    from replicate.inan.train import run_settings
     from replicate.inan.trainer import AugmentedTrainer
     from replicate.lstm.runner import train_run
 
@@ -27,7 +27,7 @@ def _train(args) -> int:
     hooks = {"extra_loss": al, "trainer_cls": AugmentedTrainer} if al is not None else {}
     # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
     # before training (a source edited while the run trains must not be stamped on its numbers)
-    code_version = provenance.source_hash(*TRAIN_MODULES)
+    code_version = provenance.code_version(run_settings, AugmentedTrainer)
     corpus = load_corpus(args.corpus)
     with training_attempt(args.out_dir, args.drop_checkpoint) as attempt_log:
         result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
