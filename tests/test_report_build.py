@@ -98,7 +98,7 @@ def parse(html: str) -> _Tables:
 
 def shown(x: float) -> set[str]:
     """Every way the report may show the number ``x``."""
-    return ({fmt_number(x, 2), fmt_number(x, 3), fmt_number(x, -1), fmt_percent(x), fmt_percent(x, signed=False)}
+    return ({fmt_number(x, d) for d in (2, 3, 4, 5, -1)} | {fmt_percent(x), fmt_percent(x, signed=False)}
             | ({fmt_number(int(x))} if x == int(x) else set()))
 
 
@@ -240,14 +240,14 @@ def _table(doc, name: str) -> dict:
 
 
 def test_press_wolf_table_view(wide_report, tmp_path):
-    """Per paper cell: model, params, train running (ours | paper), train clean, valid and test (ours | paper |
-    rel. diff); settings common to every cell once above the table; the ablation cell in the variants table
-    with why it exists, not among the paper's rows."""
+    """Per paper cell: model, valid and test (ours | paper | rel. diff) first (what a phone shows without
+    scrolling), then train running (ours | paper), train clean and params; settings common to every cell once
+    above the table; the ablation cell in the variants table with why it exists, not among the paper's rows."""
     res, doc = wide_report
     t6 = _table(doc, "press_wolf_table6")
-    assert t6["header"] == ["model", "params (M)", "train (running) ours", "train (running) paper",
-                            "train (clean) ours", "valid ours", "valid paper", "valid rel. diff", "test ours",
-                            "test paper", "test rel. diff"]
+    assert t6["header"] == ["model", "valid ours", "valid paper", "valid rel. diff", "test ours", "test paper",
+                            "test rel. diff", "train (running) ours", "train (running) paper", "train (clean) ours",
+                            "params (M)"]
     paper_rows = tmp_path / "paper_rows.csv"
     csv = pd.read_csv(res / "tables/press_wolf_table6.csv")
     csv[~csv["cell"].str.contains("@")].to_csv(paper_rows, index=False)
