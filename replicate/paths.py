@@ -2,7 +2,7 @@
 bundle ``paper/measured/``). The rules write ``results/<path>`` (``under_results``); the report reads
 ``<root>/<path>``. Templates take Snakemake's ``{wildcards}``. Imports nothing: the workflow reads it
 when it builds the DAG. A constant's name prefix (``PW_``, ``INAN_``, ``IL_``, ``SCALE_``) says which
-experiment owns the file: the publish catalogue (``replicate.publish.catalogue``) derives it from them."""
+experiment owns the file (``owner``: the report and the publish catalogue read it)."""
 
 from __future__ import annotations
 
@@ -105,3 +105,41 @@ SCALE_TRANSFORMER_FIGURE = "figures/scale_transformer"  # stem
 BENCHMARKS = "benchmarks"
 REPORT_MD = "report/report.md"
 REPORT_HTML = "report/index.html"
+
+# ------------------------------------------------------------------------------------- owners
+# the experiments, each with the name prefix of its constants
+GROUPS = {"press_wolf": "PW_", "inan": "INAN_", "initial_loss": "IL_", "scale": "SCALE_"}
+SHARED_FOLDERS = ("tables", "figures")  # hold several experiments' files, told apart by the file name
+
+
+def path_constants(group: str) -> list[str]:
+    """The paths this module names ``<group>*`` (strings, and the values of tuples and dicts)."""
+    out = []
+    for name, value in list(globals().items()):
+        if name.startswith(group):
+            out += [value] if isinstance(value, str) else list(value.values() if isinstance(value, dict) else value)
+    return out
+
+
+def prefixes_of(experiment: str, group: str) -> tuple[str, ...]:
+    """Where an experiment's files live, from its constants (``group``: their name prefix, e.g. ``SCALE_``): a
+    folder of its own (``scale/`` of ``scale/runs/...``) with its Snakemake benchmark folder (``benchmarks/scale/``);
+    in a shared folder, ``<folder>/<experiment>_`` for a file named after the experiment (``tables/scale_`` of
+    ``tables/scale_gain.csv``), else the file's stem up to its first wildcard (``tables/model_families``)."""
+    out = []
+    for path in path_constants(group):
+        folder, _, rest = path.partition("/")
+        if folder in SHARED_FOLDERS:
+            stem = rest.split("{", 1)[0].split(".", 1)[0]
+            out.append(f"{folder}/{experiment}_" if stem.startswith(f"{experiment}_") else f"{folder}/{stem}")
+        else:
+            out += [f"{folder}/", f"{BENCHMARKS}/{folder}/"]
+    return tuple(dict.fromkeys(out))
+
+
+PREFIXES = {experiment: prefixes_of(experiment, group) for experiment, group in GROUPS.items()}
+
+
+def owner(rel: str) -> str | None:
+    """The experiment whose file ``rel`` (relative to a results folder) is, None for none."""
+    return next((name for name, prefixes in PREFIXES.items() if rel.startswith(prefixes)), None)

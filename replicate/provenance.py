@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -87,17 +89,62 @@ def collect(config: Any, started: str, device: str | None = None, git: dict | No
 
 
 def source_hash(*modules: str) -> str:
-    """Short sha256 over the source files of the named package modules or sub-packages.
-
-    Rules pass this as a ``params`` value, so that editing the code a rule runs makes
-    Snakemake (``--rerun-triggers params``, the default) rerun exactly those rules.
-    ``modules`` are dotted names relative to the package, e.g. ``"lstm"`` or ``"data"``.
-    """
+    """Short sha256 over the source files of the named package modules or sub-packages (dotted names relative to
+    the package: ``"lstm.train"``, ``"lstm"``; a module's ``.cpp`` beside its ``.py`` counts with it);
+    ``code_version`` finds the modules from the imports."""
     digest = hashlib.sha256()
     for name in sorted(set(modules)):
         base = PACKAGE_ROOT.joinpath(*name.split("."))
-        files = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+        # a module's C++ part (``x.cpp`` beside ``x.py``, compiled by it) is part of its source
+        files = (sorted(base.rglob("*.py")) if base.is_dir()
+                 else [f for f in (base.with_suffix(".py"), base.with_suffix(".cpp")) if f.suffix == ".py" or f.exists()])
         for f in files:
             digest.update(str(f.relative_to(PACKAGE_ROOT)).encode())
             digest.update(f.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def code_modules(*roots: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(math, kernels): the modules the roots (modules, classes, functions or names: ``"lstm.train"``) compute with,
+    from their ``replicate`` imports, at the top or in a function, all the way down. Counted: the roots, the
+    sub-packages' modules but their faces (``__init__.py``), and the top-level modules that import torch when
+    loaded (``llama``), not the shared kit (errors, io, provenance, devices, data, plotting, ``llama_dims``).
+    ``kernels`` (fast paths the tests prove equal to the reference math) are counted apart: the kernel version."""
+    names = {(getattr(r, "__module__", None) or getattr(r, "__name__", r)).removeprefix("replicate.") for r in roots}
+    todo, reached = list(names), {}
+    while todo:
+        if (name := todo.pop()) not in reached:
+            if not (path := _module_file(name)):
+                raise ValueError(f"no module replicate.{name} under {PACKAGE_ROOT}")
+            reached[name] = _parsed(path, path.stat().st_mtime_ns, path.stat().st_size)
+            todo += reached[name][0]
+    math = {m for m, (_, torch, face) in reached.items() if m in names or not face and ("." in m or torch)}
+    fast = {m for m in math if m.rpartition(".")[2] == "kernels"}
+    return tuple(sorted(math - fast)), tuple(sorted(fast))
+
+
+def code_version(*roots: Any, kernels: bool = False) -> str:
+    """``source_hash`` of the math of ``code_modules(*roots)`` (``kernels``: and of its kernels: a speed figure's)."""
+    math, fast = code_modules(*roots)
+    return source_hash(*math, *(fast if kernels else ()))
+
+
+def _module_file(name: str) -> Path | None:
+    base = PACKAGE_ROOT.joinpath(*name.split("."))
+    return next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> tuple[tuple[str, ...], bool, bool]:
+    """(the package modules it imports, whether it imports torch when loaded, whether it is a face)."""
+    tree, imported = ast.parse(path.read_bytes()), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported += [a.name.removeprefix("replicate.") for a in node.names if a.name.startswith("replicate.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "replicate":
+            base = node.module.removeprefix("replicate").lstrip(".")
+            subs = [f"{base}.{a.name}".lstrip(".") for a in node.names]  # from replicate.lstm import kernels
+            imported += [sub if _module_file(sub) else base for sub in subs]
+    torch = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names)
+                or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "torch" for n in tree.body)
+    return tuple(imported), torch, path.name == "__init__.py"

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, data_dir, run_snakemake, workflow_copy  # noqa: F401
 
@@ -21,6 +22,19 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session", name="data_dir")
 def data_dir_fixture() -> Path:
     return data_dir()
+
+
+@pytest.fixture(params=["compiled", "torch"])
+def row_path(request, monkeypatch):
+    """Run the output layer's row passes one way: compiled for the CPU (kernels.cpp; skipped on a CPU
+    without AVX2) or as torch operations (the path a GPU takes)."""
+    from replicate.lstm import kernels
+
+    if request.param == "torch":
+        monkeypatch.setattr(kernels, "_cpu_rows_usable", lambda z: False)
+    elif not kernels._cpu_rows_usable(torch.zeros(1)):
+        pytest.skip("the compiled row passes need a CPU with AVX2")
+    return request.param
 
 
 @pytest.fixture

@@ -22,6 +22,10 @@ def test_inan_table1_smoke(smoke_run):
     assert df["protocol"].str.startswith("smoke").all()
     assert df.loc[df.model.isin(["+AL", "+REAL"]), "tau"].notna().all()
     assert df.loc[df.model.isin(["VD-LSTM", "+RE"]), "tau"].isna().all()
+    # each +AL / +REAL run's y~ at the end of training, written by the run itself (a restore keeps it)
+    soft = df.set_index("model")[["soft_entropy_ratio", "soft_target_mass"]]
+    assert soft.loc[["+AL", "+REAL"]].notna().all(axis=None) and soft.loc[["VD-LSTM", "+RE"]].isna().all(axis=None)
+    assert soft.loc[["+AL", "+REAL"], "soft_entropy_ratio"].between(0, 1).all()
     # RE has fewer parameters (one shared matrix, no output bias)
     params = dict(zip(df["model"], df["params"]))
     assert params["+RE"] < params["VD-LSTM"] and params["+RE"] == params["+REAL"]

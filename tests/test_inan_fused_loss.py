@@ -44,7 +44,7 @@ CASES = [dict(tied=t, bias=b, prediction_bias=pb, soft_target_grad=g, target_nor
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
-def test_output_loss_equals_cross_entropy_plus_transcription_in_float64(case):
+def test_output_loss_equals_cross_entropy_plus_transcription_in_float64(case, row_path):
     """Repeated targets (rows share a soft target), a non-uniform weight on each term."""
     g = torch.Generator().manual_seed(11)
     rnd = lambda *s: torch.randn(*s, dtype=torch.double, generator=g).requires_grad_()  # noqa: E731
@@ -68,7 +68,7 @@ def test_output_loss_equals_cross_entropy_plus_transcription_in_float64(case):
             _assert_rel(a, b, f"gradient {i}")
 
 
-def test_output_loss_without_soft_target_is_the_plain_nll():
+def test_output_loss_without_soft_target_is_the_plain_nll(row_path):
     g = torch.Generator().manual_seed(2)
     h = torch.randn(9, 4, dtype=torch.double, generator=g).requires_grad_()
     w = torch.randn(VOCAB, 4, dtype=torch.double, generator=g).requires_grad_()
@@ -82,7 +82,7 @@ def test_output_loss_without_soft_target_is_the_plain_nll():
 
 
 @pytest.mark.parametrize("variant", ["al", "real"])
-def test_augmented_trainer_step_equals_the_engine_step_on_reference_kernels(variant):
+def test_augmented_trainer_step_equals_the_engine_step_on_reference_kernels(variant, row_path):
     """A whole training window of a float64 LSTM LM: loss, mean NLL and every parameter gradient of
     ``AugmentedTrainer`` (fused kernels) against ``Trainer`` + ``extra_loss`` on the reference kernels."""
     tying, grad = {"al": ("untied", False), "real": ("tied_nobias", True)}[variant]
@@ -125,3 +125,47 @@ def test_augmented_trainer_takes_the_engine_path_on_reference_kernels(monkeypatc
     assert calls == []
     trainer._loss(data[:8].view(4, 2), data[1:9].view(4, 2))
     assert calls == ["fused"]
+
+
+@pytest.mark.parametrize("vocab", [3, 8, 37])
+@pytest.mark.parametrize("bias", [False, True])
+def test_row_passes_cover_rows_shorter_than_a_vector_whole_vectors_and_a_tail(vocab, bias, row_path):
+    """float64 vectors hold 4 numbers (8 in float32): a row of 3 is all tail, 8 has none, 37 both; rows of
+    one word split across the chunks of two threads would race (200 rows, a few words)."""
+    g = torch.Generator().manual_seed(vocab)
+    rnd = lambda *s: torch.randn(*s, dtype=torch.double, generator=g).requires_grad_()  # noqa: E731
+    h, emb, w = rnd(200, 5), rnd(vocab, 5), rnd(vocab, 5)
+    b = rnd(vocab) if bias else None
+    targets = torch.randint(0, vocab, (200,), generator=g)
+    al = AugmentedLoss(1.5, 0.5, True, prediction_bias=False)
+    model = SimpleNamespace(embedding=SimpleNamespace(weight=emb), output_weight=w, output_bias=b)
+    fused = al.output_loss(h, targets, model)
+    plain = _plain(h, w, b, targets, emb, 1.5, False, True, None)
+    params = [t for t in (h, emb, w, b) if t is not None]
+    for name, x, y in zip(("nll", "J_aug"), fused, plain):
+        _assert_rel(x.detach(), y.detach(), name)
+    for i, (x, y) in enumerate(zip(torch.autograd.grad(sum(fused), params), torch.autograd.grad(sum(plain), params))):
+        _assert_rel(x, y, f"gradient {i}")
+
+
+def test_the_compiled_row_passes_serve_a_cpu_training_step_and_repeat_bit_for_bit(row_path):
+    """The equalities above test the compiled passes, not torch's alone, where the CPU allows them; and two
+    calls on the same float32 inputs give the same bits (a resumed run repeats its steps exactly)."""
+    calls = []
+    real = kernels._cpu_rows
+    if row_path == "compiled":
+        kernels._cpu_rows = lambda: calls.append(1) or real()
+    try:
+        g = torch.Generator().manual_seed(5)
+        h, w = torch.randn(300, 8, generator=g).requires_grad_(), torch.randn(50, 8, generator=g).requires_grad_()
+        targets = torch.randint(0, 50, (300,), generator=g)
+        words, idx = torch.unique(targets, return_inverse=True)
+        runs = []
+        for _ in range(2):
+            nll, kl = kernels.output_loss(h, w, None, targets, w[words], w, idx, tau=2.0)
+            runs.append([nll, kl, *torch.autograd.grad(nll + kl, (h, w))])
+    finally:
+        kernels._cpu_rows = real
+    assert bool(calls) == (row_path == "compiled")
+    for x, y in zip(*runs):
+        assert torch.equal(x, y)

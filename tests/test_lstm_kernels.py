@@ -66,7 +66,7 @@ def test_each_lstm_path_is_the_one_dispatched(monkeypatch):
 
 
 @pytest.mark.parametrize("with_bias", [True, False])
-def test_output_nll_fast_path_equals_reference_in_float64(with_bias):
+def test_output_nll_fast_path_equals_reference_in_float64(with_bias, row_path):
     g = torch.Generator().manual_seed(1)
     h = torch.randn(40, 6, dtype=torch.double, generator=g).requires_grad_()
     w = torch.randn(50, 6, dtype=torch.double, generator=g).requires_grad_()
@@ -125,7 +125,7 @@ def test_output_nll_takes_the_fused_kernel_only_for_a_fast_training_step(grad, n
 
 
 @pytest.mark.parametrize("needs", ["h", "weight", "bias"])
-def test_fused_output_nll_gives_the_gradient_of_whichever_input_needs_one(needs):
+def test_fused_output_nll_gives_the_gradient_of_whichever_input_needs_one(needs, row_path):
     """A frozen output layer (only h) or a frozen encoder (only the weight or the bias) still gets its gradient."""
     g = torch.Generator().manual_seed(3)
     h, w, b = (torch.randn(*s, dtype=torch.double, generator=g) for s in ((6, 4), (7, 4), (7,)))
@@ -136,7 +136,7 @@ def test_fused_output_nll_gives_the_gradient_of_whichever_input_needs_one(needs)
     _assert_rel(fast, ref, f"d {needs}")
 
 
-def test_fused_output_nll_is_stable_for_rows_whose_logits_are_far_apart():
+def test_fused_output_nll_is_stable_for_rows_whose_logits_are_far_apart(row_path):
     """Each row is shifted by its own largest logit: one row near 0 and one near 1000 both stay finite (a
     single shift for the whole batch would underflow the first row's exp to 0 and give an infinite loss)."""
     h = torch.tensor([[0.0, 1.0], [1000.0, 999.0]], dtype=torch.double, requires_grad=True)

@@ -14,7 +14,7 @@ from replicate.press_wolf import bench
 
 
 def test_benchmark_records_load_and_warns_when_busy(monkeypatch, capsys):
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (3.5, 2.0, 1.0))
+    monkeypatch.setattr("os.getloadavg", lambda: (3.5, 2.0, 1.0))
     monkeypatch.setattr(bench, "matmul_gflops", lambda: (100.0, 100.0))
     monkeypatch.setattr(bench, "ours_tok_s", lambda *a, **k: (2000.0, 2000.0))
     monkeypatch.setattr(bench, "plain_loop_tok_s", lambda *a, **k: (1000.0, 1000.0))
@@ -26,14 +26,14 @@ def test_benchmark_records_load_and_warns_when_busy(monkeypatch, capsys):
 
 
 def test_idle_machine_counts_as_idle(monkeypatch):
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (0.1, 0.2, 0.3))
+    monkeypatch.setattr("os.getloadavg", lambda: (0.1, 0.2, 0.3))
     assert bench.load_state()["idle"] is True
 
 
 def test_table_and_json_carry_the_load_and_the_ratio(monkeypatch, tmp_path):
     """--out / --table: one row per size and clock; 'idle' is the start's (the end's load includes the benchmark)."""
     loads = iter([(0.1, 0.2, 0.3), (1.7, 0.9, 0.5)])
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: next(loads))
+    monkeypatch.setattr("os.getloadavg", lambda: next(loads))
     monkeypatch.setattr(bench, "matmul_gflops", lambda: (100.0, 50.0))
     monkeypatch.setattr(bench, "ours_tok_s", lambda *a, **k: (3000.0, 1500.0))
     monkeypatch.setattr(bench, "plain_loop_tok_s", lambda *a, **k: (2000.0, 1200.0))

@@ -190,6 +190,18 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
                     external: Array.from(document.querySelectorAll('[src],link[href]'))
                                  .map(e => e.getAttribute('src') || e.getAttribute('href'))
                                  .filter(u => !u.startsWith('data:')),
+                    table6Valid: (() => {  // Press & Wolf Table 6's valid columns: where they lie, unscrolled
+                      const h = document.getElementById('press--wolf-table-6-small-model-no-dropout');
+                      let el = h && h.nextElementSibling;
+                      while (el && el.tagName !== 'TABLE' && !el.querySelector('table')) el = el.nextElementSibling;
+                      if (!el) return null;
+                      const t = el.tagName === 'TABLE' ? el : el.querySelector('table');
+                      const right = Math.min(t.parentElement.getBoundingClientRect().right, window.innerWidth);
+                      return Array.from(t.querySelectorAll('th'))
+                        .filter(th => /^valid (ours|paper)$/.test(th.textContent.trim()))
+                        .map(th => ({text: th.textContent.trim(), left: th.getBoundingClientRect().left,
+                                     right: th.getBoundingClientRect().right, visibleRight: right}));
+                    })(),
                     height: document.documentElement.scrollHeight,
                     pageWidth: document.documentElement.scrollWidth,
                     viewportWidth: window.innerWidth,
@@ -233,6 +245,15 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
             proc.kill()
             proc.wait()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def assert_table6_valid_columns_visible(state: dict) -> None:
+    """Press & Wolf Table 6's "valid ours" and "valid paper" lie inside the page without scrolling sideways."""
+    cols = state["table6Valid"]
+    assert cols is not None and sorted(c["text"] for c in cols) == ["valid ours", "valid paper"], \
+        f"Table 6's valid columns not found: {cols}"
+    hidden = [c for c in cols if not 0 <= c["left"] < c["right"] <= c["visibleRight"]]
+    assert not hidden, f"Table 6's valid columns need a sideways scroll at {state['viewportWidth']} px: {hidden}"
 
 
 @pytest.mark.browser
@@ -349,6 +370,7 @@ def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report)
     assert 0 < state["glanceTop"] < state["tocTop"], "the answer in brief is not above the table of contents"
     assert "verdict" in state["firstTableHead"] and "paper" in state["firstTableHead"], state["firstTableHead"]
     assert_first_verdict_visible(state)
+    assert_table6_valid_columns_visible(state)
     broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
     assert state["images"] and not broken, broken
     assert state["links"], "no link in the report"
@@ -359,15 +381,20 @@ def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report)
 @pytest.mark.browser
 def test_phone_width_check_can_fail(tmp_path):
     """A table outside a wrapper wider than the phone makes the page scroll sideways: caught; a verdict in
-    the last column of a wide table: caught; a link to a missing file: caught."""
+    the last column of a wide table: caught; Table 6's valid columns behind ten others: caught; a link to a
+    missing file: caught."""
     page = tmp_path / "wide.html"
     cells = "".join(f"<td style='white-space:nowrap'>{1000000 + i:,}</td>" for i in range(30))
     verdict = "<td data-label='verdict'>holds</td>"
     page.write_text(f"<!DOCTYPE html><html><head><meta name='viewport' content='width=device-width'></head><body>"
                     f"<a href='missing.csv'>x</a><table><tr>{cells}</tr></table>"
                     f"<div class='verdicts' style='overflow-x:auto'><table><tbody><tr>{cells}{verdict}</tr></tbody>"
-                    f"</table></div></body></html>")
+                    f"</table></div><h3 id='press--wolf-table-6-small-model-no-dropout'>Table 6</h3>"
+                    f"<div class='table-wrap'><table><tr>{'<th>train (running) ours</th>' * 10}<th>valid ours</th>"
+                    f"<th>valid paper</th></tr></table></div></body></html>")
     state = open_in_chromium(page, None, width=390)
+    with pytest.raises(AssertionError, match="Table 6's valid columns need a sideways scroll"):
+        assert_table6_valid_columns_visible(state)
     with pytest.raises(AssertionError, match="the first verdict .* lies outside the"):
         assert_first_verdict_visible(state)
     with pytest.raises(AssertionError, match="scrolls sideways"):

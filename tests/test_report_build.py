@@ -98,7 +98,7 @@ def parse(html: str) -> _Tables:
 
 def shown(x: float) -> set[str]:
     """Every way the report may show the number ``x``."""
-    return ({fmt_number(x, 2), fmt_number(x, 3), fmt_number(x, -1), fmt_percent(x), fmt_percent(x, signed=False)}
+    return ({fmt_number(x, d) for d in (2, 3, 4, 5, -1)} | {fmt_percent(x), fmt_percent(x, signed=False)}
             | ({fmt_number(int(x))} if x == int(x) else set()))
 
 
@@ -240,14 +240,14 @@ def _table(doc, name: str) -> dict:
 
 
 def test_press_wolf_table_view(wide_report, tmp_path):
-    """Per paper cell: model, params, train running (ours | paper), train clean, valid and test (ours | paper |
-    rel. diff); settings common to every cell once above the table; the ablation cell in the variants table
-    with why it exists, not among the paper's rows."""
+    """Per paper cell: model, valid and test (ours | paper | rel. diff) first (what a phone shows without
+    scrolling), then train running (ours | paper), train clean and params; settings common to every cell once
+    above the table; the ablation cell in the variants table with why it exists, not among the paper's rows."""
     res, doc = wide_report
     t6 = _table(doc, "press_wolf_table6")
-    assert t6["header"] == ["model", "params (M)", "train (running) ours", "train (running) paper",
-                            "train (clean) ours", "valid ours", "valid paper", "valid rel. diff", "test ours",
-                            "test paper", "test rel. diff"]
+    assert t6["header"] == ["model", "valid ours", "valid paper", "valid rel. diff", "test ours", "test paper",
+                            "test rel. diff", "train (running) ours", "train (running) paper", "train (clean) ours",
+                            "params (M)"]
     paper_rows = tmp_path / "paper_rows.csv"
     csv = pd.read_csv(res / "tables/press_wolf_table6.csv")
     csv[~csv["cell"].str.contains("@")].to_csv(paper_rows, index=False)
@@ -516,7 +516,8 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
         for model, v in zip(["VD-LSTM", "+AL", "+RE", "+REAL"], vals):
             rows.append({"dataset": "ptb", "size": size, "model": model, "valid_ppl": v, "paper_valid_ppl": 90.0,
                          "valid_diff": v - 90.0, "valid_rel_diff": (v - 90) / 90, "test_ppl": v - 4,
-                         "protocol": "reduced"})
+                         "protocol": "reduced", **({"soft_entropy_ratio": 0.99871, "soft_target_mass": 0.00012}
+                                                   if model in ("+AL", "+REAL") else {})})
     pd.DataFrame(rows).to_csv(t / "inan_table1.csv", index=False)
     pd.DataFrame({"panel": ["a"] * 3 + ["b"] * 3, "tau": [10, 10, 10, 2, 5, 10],
                   "beta": [0.0, 0.5, 1.0, 1.0, 1.0, 1.0], "distance_mean": [0.97, 0.5, 0.08, 0.2, 0.1, 0.08],
@@ -553,6 +554,12 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     for name in ("inan_table1", "inan_figure1", "inan_figure1_runs", "scale_data", "scale_gain"):
         table = next(x for x in doc.tables if x["source"] == f"results/tables/{name}.csv")
         assert assert_table_matches_csv(table, t / f"{name}.csv") > 0
+    # the +AL / +REAL rows' y~ beside their perplexities, four digits (0.9987: near uniform, not 1.00)
+    t1 = next(x for x in doc.tables if x["source"] == "results/tables/inan_table1.csv")
+    assert {"y~ entropy / log |V|", "y~ target-word mass"} <= set(t1["header"])
+    entropy = [r[t1["header"].index("y~ entropy / log |V|")]["text"] for r in t1["rows"]]
+    assert entropy == ["—", "0.9987", "—", "0.9987"]
+    assert "(entropy over log |V|: 1 = uniform)" in md
     # the similarity matrix: mean Spearman per pair of matrices, readable labels, symmetric
     sim = next(x for x in doc.tables if x["source"] == "results/tables/scale_embedding_similarity.csv")
     assert sim["header"] == ["matrix", "tied", "untied input", "untied output"]

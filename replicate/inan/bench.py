@@ -8,18 +8,28 @@ timed alternately in one process so that load changes hit both.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 
 import torch
 
 from replicate.inan.losses import augmented_loss, augmented_loss_transcription
-from replicate.press_wolf.bench import load_state
+
+# 1-minute load average above which the machine does not count as idle (other runnable processes)
+IDLE_LOAD = 0.5
 
 
-def zipf_targets(n: int, vocab: int, seed: int) -> torch.Tensor:
-    """``n`` word ids drawn with probability proportional to 1 / rank (700 draws from 10,000 give about 380
-    distinct words; a PTB train batch has 314-397)."""
+def load_state() -> dict:
+    """Load averages (1, 5, 15 min) and whether the machine counts as idle for a speed measurement."""
+    load = os.getloadavg()
+    return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
+
+
+def zipf_targets(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
+    """``n`` word ids drawn with probability proportional to 1 / rank, like text (700 draws from 10,000 give about
+    380 distinct words; a PTB train batch has 314-397): what the augmented loss's cost depends on, where uniform
+    ids would make nearly every target distinct."""
     g = torch.Generator().manual_seed(seed)
     weights = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float64)
     return torch.multinomial(weights, n, replacement=True, generator=g)
@@ -68,9 +78,7 @@ def main(args) -> int:
     if args.out:
         from replicate import io as rio
         from replicate import provenance
-        from replicate.inan.train import TRAIN_MODULES
-
-        result["code_version"] = provenance.source_hash(*TRAIN_MODULES)
+        result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         rio.write_json(args.out, result)
     else:
         print(json.dumps({k: v for k, v in result.items() if k != "soft_target_grad"}))

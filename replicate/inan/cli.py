@@ -16,7 +16,7 @@ def _train(args) -> int:
     from replicate import io as rio
     from replicate import provenance
     from replicate.data import load_corpus
-    from replicate.inan.train import TRAIN_MODULES, run_settings
+    from replicate.inan.train import run_settings
     from replicate.inan.trainer import AugmentedTrainer
     from replicate.lstm.runner import train_run
 
@@ -27,12 +27,15 @@ def _train(args) -> int:
     hooks = {"extra_loss": al, "trainer_cls": AugmentedTrainer} if al is not None else {}
     # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
     # before training (a source edited while the run trains must not be stamped on its numbers)
-    code_version = provenance.source_hash(*TRAIN_MODULES)
+    code_version = provenance.code_version(run_settings, AugmentedTrainer)
+    corpus = load_corpus(args.corpus)
     with training_attempt(args.out_dir, args.drop_checkpoint) as attempt_log:
         result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
-                           load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
+                           corpus, args.out_dir, threads=args.threads, device=args.device,
                            allow_tf32=args.allow_tf32, log=attempt_log, **hooks)
         result["code_version"] = code_version
+        if al is not None:  # how informative its y~ ended up, with the run (a restore brings no weights)
+            result["soft_target"] = _final_soft_target(Path(args.out_dir), corpus.valid[1:], al)
         result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
                           "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
                           "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
@@ -42,6 +45,31 @@ def _train(args) -> int:
                           "reduction": spec.get("reduction")}
         rio.write_json(Path(args.out_dir) / "metrics.json", result)
     return 0
+
+
+def _final_soft_target(run: Path, targets, al) -> dict:
+    """``soft_target.summarise`` of a finished run's y~ (its checkpoint's input embedding, at its own tau and
+    target_norm) over the valid split's targets."""
+    from replicate.inan.soft_target import summarise
+
+    embedding = _checkpoint_state(run)["model"]["embedding.weight"]
+    return summarise(embedding, al.tau, targets, min(10, embedding.shape[0]), target_norm=al.target_norm)
+
+
+def _checkpoint_state(run: Path) -> dict:
+    """A run's checkpoint.pt, its checksum verified."""
+    import torch
+
+    from replicate import io as rio
+    from replicate.errors import ReplicateError
+
+    ckpt = run / "checkpoint.pt"
+    if not ckpt.is_file():
+        raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")
+    if rio.checksum_status(ckpt) is False:
+        raise ReplicateError(f"{ckpt} does not match its checksum in {rio.checksum_path(ckpt)} (its bytes changed "
+                             "after it was written)", f"train the run again (delete {run} and rerun its target)")
+    return torch.load(ckpt, map_location="cpu", weights_only=True)
 
 
 def _table1(args) -> int:
@@ -143,18 +171,13 @@ def _soft_target(args) -> int:
     targets = getattr(load_corpus(args.corpus), args.split)[1:]
     rows = []
     for run in map(Path, args.runs):
-        ckpt, metrics_path = run / "checkpoint.pt", run / "metrics.json"
-        if not ckpt.is_file():
-            raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")
+        metrics_path = run / "metrics.json"
+        state = _checkpoint_state(run)
         metrics = rio.read_json(metrics_path) if metrics_path.is_file() else {}
         info = metrics.get("inan", {})
         taus = args.tau or ([info["tau"]] if info.get("tau") else None)
         if not taus:
             raise ReplicateError(f"{run}: the run has no AL temperature", "pass --tau")
-        if rio.checksum_status(ckpt) is False:
-            raise ReplicateError(f"{ckpt} does not match its checksum in {rio.checksum_path(ckpt)} (its bytes changed "
-                                 "after it was written)", f"train the run again (delete {run} and rerun its target)")
-        state = torch.load(ckpt, map_location="cpu", weights_only=True)
         embedding = state["model"]["embedding.weight"]
         base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),
                 "trained_tau": info.get("tau"), "trained_target_norm": info.get("target_norm"),

@@ -78,7 +78,9 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
                      "dropout_rate": m["resolved"]["model"]["dropout_rate"],
                      "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m), "params": m.get("num_parameters"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
-                     "protocol": protocol_label(protocol, m)})
+                     "protocol": protocol_label(protocol, m),
+                     # +AL / +REAL: how informative y~ ended up (inan train writes it; runs from before: none)
+                     **{new: (m.get("soft_target") or {}).get(old) for old, new in TABLE1_SOFT.items()}})
     ours = pd.DataFrame(rows)
     merged = ours.merge(paper.rename(columns={"valid_ppl": "paper_valid_ppl", "test_ppl": "paper_test_ppl",
                                               "source": "paper_source"}),
@@ -92,7 +94,8 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
             "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "soft_target_grad", "prediction_bias", "target_norm", "dropout_rate", "embedding_dropout", "epochs",
+            "alpha", "soft_target_grad", "prediction_bias", "target_norm", *TABLE1_SOFT.values(), "dropout_rate",
+            "embedding_dropout", "epochs",
             "hours", "protocol",
             "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
@@ -113,6 +116,7 @@ def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
 
 SOFT_COLUMNS = {"token_entropy_ratio": "soft_entropy_ratio", "token_target_mass": "soft_target_mass",
                 "token_top_mass": "soft_top_mass", "embedding_norm_mean": "embedding_norm", "loss_al_share": "al_share"}
+TABLE1_SOFT = {k: SOFT_COLUMNS[k] for k in ("token_entropy_ratio", "token_target_mass")}
 
 
 def _soft_target_stats(paths) -> dict[Path, dict[str, float]]:

@@ -22,7 +22,6 @@ from replicate import devices, provenance
 from replicate import io as rio
 from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
 from replicate.errors import ReplicateError
-from replicate.initial_loss import SWEEP_MODULES
 
 
 def cmd_sweep(args) -> int:
@@ -36,7 +35,7 @@ def cmd_sweep(args) -> int:
     frame["protocol"] = spec.get("protocol")
     write_csv_with_provenance(args.out, frame, spec, started, str(device), width=args.width,
                               seconds=time.perf_counter() - t0,
-                              code_version=provenance.source_hash(*SWEEP_MODULES))
+                              code_version=provenance.code_version(run_width))
     log(f"d={args.width}: {len(frame)} rows in {time.perf_counter() - t0:.1f}s -> {args.out}")
     return 0
 
@@ -109,7 +108,7 @@ def cmd_memory(args) -> int:
               "rss_before_gib": rss_before / 2**30, "limit_gib": bench["limit_gib"],
               "within_limit": peak < limit, "seconds": seconds,
               "whole_model_fp32_gib": whole_fp32 / 2**30, "losses": results,
-              "code_version": provenance.source_hash(*SWEEP_MODULES),
+              "code_version": provenance.code_version(streamed_losses),
               "provenance": provenance.collect(spec, started, "cpu")}
     rio.write_json(args.out, record)
     log(f"streamed d={bench['width']} x {section['n_layers']} layers: peak RSS {peak / 2**30:.2f} GiB "

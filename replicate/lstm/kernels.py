@@ -18,14 +18,20 @@ editing it neither reruns finished jobs nor refuses a checkpoint.
   the per-step work is a handful of in-place ops, instead of ~20 autograd nodes per step.
 - ``output_loss``: output layer + log-softmax + NLL summed over tokens and, when asked, Inan's KL to a
   soft target (``linear_nll`` is its NLL-only form), without materialising log-probabilities; the
-  backward writes the gradient into the softmax buffer (p - onehot, plus (y^ - y~) / tau).
+  backward writes the gradient into the softmax buffer (p - onehot, plus (y^ - y~) / tau). On a CPU
+  its element-wise work is ``kernels.cpp`` (one pass per row and direction, compiled on first use with
+  torch's extension builder); on a GPU the same passes are torch operations.
 
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -34,6 +40,7 @@ from replicate.errors import ReplicateError
 from replicate.lstm import reference
 
 BACKENDS = ("fast", "reference")
+CPU_SOURCE = Path(__file__).with_suffix(".cpp")  # the output layer's row passes on a CPU (``_Rows``)
 _backend = [os.environ.get("REPLICATE_KERNELS", "fast")]
 
 
@@ -238,16 +245,114 @@ def lstm_sequence(x, h0, c0, w_ih, w_hh, bias, h_mask=None, in_mask=None):
     return _LSTMSequence.apply(x, h0, c0, w_ih, w_hh, bias, h_mask, in_mask)
 
 
+def _cpu_rows_usable(z) -> bool:
+    """Whether the compiled row passes (kernels.cpp) serve ``z``: on the CPU with AVX2 (or wider)."""
+    return z.device.type == "cpu" and torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+
+
+@functools.cache
+def _cpu_rows():
+    """kernels.cpp, compiled once per machine into torch's extension cache (about a minute the first time;
+    it needs a C++ compiler and ninja, the venv's or the system's)."""
+    from torch.utils import cpp_extension
+
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    try:
+        return cpp_extension.load_inline(
+            "replicate_output_rows", [CPU_SOURCE.read_text()], functions=["rows_forward", "rows_backward", "softmax_rows"],
+            extra_cflags=["-O3", "-fopenmp", "-mavx2", "-mfma", "-DCPU_CAPABILITY_AVX2", "-DCPU_CAPABILITY=AVX2"])
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as err:
+        raise ReplicateError(f"the output layer's CPU kernel ({CPU_SOURCE.name}) did not build: {err}",
+                             "install a C++ compiler and ninja (Debian: apt-get install g++ ninja-build), or "
+                             "run REPLICATE_KERNELS=reference (the same math, slower)") from err
+
+
+class _Rows:
+    """The row passes over the logits z (N, |V|), in place: z becomes exp(z - max) (the softmax's numerator)
+    and, with soft targets, q (N, |V|) becomes exp(q), q = (z - max) / tau (+ ``shift``). One implementation,
+    two ways: the compiled passes on a CPU (kernels.cpp: each row crosses memory once per direction) or
+    torch operations elsewhere (a GPU). Per row: ``top`` (the max), ``total`` and ``total_q`` (the sums of the
+    exponentials), ``target_logit``; per distinct word: ``soft_dot`` (y~ . q summed over the word's rows) and,
+    when asked, ``agg`` (q summed over them, for REAL's backward)."""
+
+    def __init__(self, z, targets, soft=None, idx=None, shift=None, tau: float = 1.0, want_agg: bool = False):
+        n = z.shape[0]
+        self.compiled = _cpu_rows_usable(z)
+        self.z, self.targets, self.soft = z, targets.contiguous(), soft
+        self.idx = idx.contiguous() if idx is not None else None
+        self.order = torch.argsort(self.idx, stable=True) if soft is not None and self.compiled else None
+        new = z.new_empty
+        self.top, self.total, self.target_logit = new(n), new(n), new(n)
+        self.q = self.total_q = self.soft_dot = self.agg = None
+        if soft is not None:
+            self.q, self.total_q, self.soft_dot = torch.empty_like(z), new(n), z.new_zeros(soft.shape[0])
+            self.agg = torch.zeros_like(soft) if want_agg else None
+        if self.compiled:
+            _cpu_rows().rows_forward(z, self.targets, self.top, self.total, self.target_logit, soft, self.idx, shift,
+                                     tau, self.q, self.total_q, self.soft_dot, self.order, self.agg)
+        else:
+            self._torch_forward(shift, tau)
+
+    def _torch_forward(self, shift, tau):
+        z = self.z
+        torch.gather(z, 1, self.targets[:, None], out=self.target_logit[:, None])
+        torch.amax(z, 1, out=self.top)
+        z.sub_(self.top[:, None])  # every exponent below is <= 0
+        if self.soft is not None:
+            q = torch.mul(z, 1.0 / tau, out=self.q)
+            if shift is not None:
+                q.add_(shift)
+            # the rows of a word share y~: y~ . q is taken with q summed per word (no (N, |V|) gather of y~)
+            agg = torch.zeros_like(self.soft).index_add_(0, self.idx, q)
+            torch.linalg.vecdot(self.soft, agg, out=self.soft_dot)
+            if self.agg is not None:
+                self.agg.copy_(agg)
+            torch.sum(q.exp_(), 1, out=self.total_q)
+        torch.sum(z.exp_(), 1, out=self.total)
+
+    def gradient(self, d_nll: float, c: float = 0.0, d_bias=None, bias_from_nll_only: bool = True):
+        """z becomes d_nll * (softmax(z) - onehot) (+ c * (y^ - y~), y^ = exp(q) / total_q); ``d_bias`` (|V|)
+        receives its column sums, of the NLL part alone when ``bias_from_nll_only``."""
+        if self.compiled:
+            _cpu_rows().rows_backward(self.z, self.total, self.targets, d_nll, self.q, self.total_q, self.soft,
+                                      self.idx, c, self.order, d_bias, bias_from_nll_only)
+            return self.z
+        grad = self.z.mul_((d_nll / self.total)[:, None])
+        grad[torch.arange(grad.shape[0], device=grad.device), self.targets] -= d_nll
+        if d_bias is not None and (bias_from_nll_only or self.soft is None):
+            torch.sum(grad, 0, out=d_bias)
+        if self.soft is not None:
+            grad.addcmul_(self.q, (c / self.total_q)[:, None])  # + c y^
+            grad.sub_(torch.index_select(self.soft, 0, self.idx, out=self.q), alpha=float(c))  # - c y~ (q's buffer)
+            if d_bias is not None and not bias_from_nll_only:
+                torch.sum(grad, 0, out=d_bias)
+        return grad
+
+
+def _soft_targets(a):
+    """(y~ = softmax(a) per row, log of its normaliser, y~ . log y~) of the soft logits a (U, |V|)."""
+    soft, log_norm, neg_entropy = torch.empty_like(a), a.new_empty(a.shape[0]), a.new_empty(a.shape[0])
+    if _cpu_rows_usable(a):
+        _cpu_rows().softmax_rows(a, soft, log_norm, neg_entropy)
+        return soft, log_norm, neg_entropy
+    a_top = a.amax(1, keepdim=True)
+    torch.sub(a, a_top, out=soft).exp_()
+    a_total = soft.sum(1, keepdim=True)
+    soft.div_(a_total)
+    torch.add(a_top, a_total.log_(), out=log_norm[:, None])
+    torch.sub(torch.linalg.vecdot(soft, a), log_norm, out=neg_entropy)
+    return soft, log_norm, neg_entropy
+
+
 class _OutputLoss(torch.autograd.Function):
     """The output layer's whole training loss in one function: z = h W^T (+ b), the summed NLL and, with
     soft-target rows r (U, H) against word vectors E (|V|, H), the summed KL(y~[idx] || softmax(s / tau)),
     y~ = softmax(r E^T), s = z or z - b (``prediction_bias``). The gradients are written out, not taped:
     d NLL / d z = softmax(z) - onehot; d KL / d z = (softmax(s / tau) - y~) / tau; into r and E (REAL)
     through the softmax that forms y~. When E is W (tied, no bias), z and the soft logits come from one
-    GEMM and their gradients go back through two.
-    Passes over (N, |V|): the GEMM, one max, one exp per temperature, one sum of q per target word; the
-    backward writes the gradient once into the softmax buffer. Rows are not blocked: on a 2-core CPU
-    small-M GEMMs lose what a cache-sized block saves (docs/reproducibility.md)."""
+    GEMM and their gradients go back through two. The element-wise work is ``_Rows``: on a CPU, one pass
+    per row in each direction. The GEMMs are whole: on a 2-core CPU small-M GEMMs lose what a cache-sized
+    block saves (docs/reproducibility.md)."""
 
     @staticmethod
     def forward(ctx, h, weight, bias, targets, soft_rows, word_vectors, idx, tau, prediction_bias):
@@ -256,65 +361,52 @@ class _OutputLoss(torch.autograd.Function):
         rows = torch.cat([h, soft_rows.detach()]) if merged else h
         whole = torch.addmm(bias, rows, weight.t()) if bias is not None else rows.mm(weight.t())
         z, a = (whole[:n], whole[n:]) if merged else (whole, None)
-        target_logit = z.gather(1, targets[:, None])
-        top = z.amax(1, keepdim=True)
-        z.sub_(top)  # every exponent below is <= 0
-        kl, saved = None, ()
-        if soft_rows is not None:
-            if a is None:
-                a = soft_rows.detach().mm(word_vectors.detach().t())
-            a_top = a.amax(1, keepdim=True)
-            soft = (a - a_top).exp_()
-            a_total = soft.sum(1, keepdim=True)
-            soft.div_(a_total)  # y~ of each distinct target word, (U, |V|)
-            log_norm = a_top.add_(a_total.log_())  # log y~ = a - log_norm
-            neg_entropy = _rowdot(soft, a).sub_(log_norm[:, 0])  # y~ . log y~
-            # q = (s - max z) / tau; without the bias in the prediction, b - min b keeps the exponents <= 0
-            if bias is not None and not prediction_bias:
-                shift = bias.detach().min() - bias.detach()
-                q = torch.add(shift.div_(tau), z, alpha=1.0 / tau)
-            else:
-                q = torch.mul(z, 1.0 / tau)
-            counts = torch.bincount(idx, minlength=soft.shape[0]).to(soft.dtype)
-            # sum_n KL_n = sum_n (y~ . log y~ - y~ . q_n + log sum exp q_n); the rows of a word share y~,
-            # so the y~ . q terms are taken with q summed per word (no (N, |V|) gather of y~)
-            agg = torch.zeros_like(soft).index_add_(0, idx, q)
-            into_soft = ctx.needs_input_grad[4] or ctx.needs_input_grad[5]  # REAL: per word, for the backward
-            soft_dot_q = _rowdot(soft, agg) if into_soft else None
-            total_q = q.exp_().sum(1)
-            kl = (torch.dot(counts, neg_entropy) - (soft_dot_q.sum() if into_soft else torch.dot(soft.view(-1), agg.view(-1)))
-                  + total_q.log().sum())
-            saved = (q, total_q, idx, counts, soft, a, log_norm, neg_entropy, agg, soft_dot_q, soft_rows, word_vectors)
-        probs = z.exp_()
-        total = probs.sum(1, keepdim=True)
-        nll = (total.log() + top - target_logit).sum()
-        ctx.al, ctx.merged, ctx.has_bias = bool(saved), merged, bias is not None
+        al = soft_rows is not None
+        ctx.al, ctx.merged, ctx.has_bias = al, merged, bias is not None
         ctx.tau, ctx.prediction_bias = tau, prediction_bias
-        ctx.save_for_backward(h, weight, targets, probs, total, whole, *saved)
-        return (nll, kl) if ctx.al else nll
+        if not al:
+            r = _Rows(z, targets)
+            ctx.rows = r
+            ctx.save_for_backward(h, weight)
+            return (r.total.log() + r.top - r.target_logit).sum()
+        if a is None:
+            a = soft_rows.detach().mm(word_vectors.detach().t())
+        soft, log_norm, neg_entropy = _soft_targets(a)
+        # q = (s - max z) / tau; without the bias in the prediction, b - min b keeps the exponents <= 0
+        shift = ((bias.detach().min() - bias.detach()) / tau) if bias is not None and not prediction_bias else None
+        into_soft = ctx.needs_input_grad[4] or ctx.needs_input_grad[5]  # REAL: q summed per word, for the backward
+        r = _Rows(z, targets, soft, idx, shift, tau, want_agg=into_soft)
+        counts = torch.bincount(idx, minlength=soft.shape[0]).to(soft.dtype)
+        # sum_n KL_n = sum_n (y~ . log y~ - y~ . q_n + log sum exp q_n)
+        kl = torch.dot(counts, neg_entropy) - r.soft_dot.sum() + r.total_q.log().sum()
+        nll = (r.total.log() + r.top - r.target_logit).sum()
+        ctx.rows, ctx.counts = r, counts
+        ctx.save_for_backward(h, weight, whole, a, log_norm, neg_entropy, soft_rows, word_vectors)
+        return nll, kl
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_nll, d_kl=None):
-        h, weight, targets, grad, total, whole, *saved = ctx.saved_tensors
+        r = ctx.rows
+        h, weight, *saved = ctx.saved_tensors
         n = h.shape[0]
-        grad.mul_(d_nll / total)  # (softmax - onehot) * d_nll, in the softmax buffer
-        grad[torch.arange(n, device=grad.device), targets] -= d_nll
         want_b = ctx.has_bias and ctx.needs_input_grad[2]
-        d_b = grad.sum(0) if want_b and not (ctx.al and ctx.prediction_bias) else None
+        d_b = weight.new_empty(weight.shape[0]) if want_b else None
+        al = ctx.al and d_kl is not None
+        c = float(d_kl) / ctx.tau if al else 0.0
+        if al:
+            grad = r.gradient(float(d_nll), c, d_b, bias_from_nll_only=not ctx.prediction_bias)
+        else:
+            grad = r.gradient(float(d_nll), d_bias=d_b)
+            if ctx.al:  # a KL that reached no loss: its soft target takes no part
+                r.soft = None
         d_rows = d_vectors = d_a = None
-        if ctx.al and d_kl is not None:
-            q, total_q, idx, counts, soft, a, log_norm, neg_entropy, agg, soft_dot_q, soft_rows, vectors = saved
-            c = d_kl / ctx.tau
-            grad.addcmul_(q, (c / total_q)[:, None])  # + y^ / tau * d_kl
-            grad.sub_(torch.index_select(soft, 0, idx, out=q), alpha=float(c))  # - y~ / tau * d_kl (q's buffer)
-            if want_b and ctx.prediction_bias:
-                d_b = grad.sum(0)
-            if soft_dot_q is not None:
-                # d KL / d a = y~ * (g - y~ . g), g = d KL / d log y~ = counts * log y~ - (q summed per word),
-                # written into a's buffer: y~ . g = counts * (y~ . log y~) - y~ . agg
-                d_a = a.sub_(log_norm + neg_entropy[:, None]).mul_((counts * d_kl)[:, None])
-                d_a.sub_(agg, alpha=float(d_kl)).add_((soft_dot_q * d_kl)[:, None]).mul_(soft)
+        if al and r.agg is not None:
+            whole, a, log_norm, neg_entropy, soft_rows, vectors = saved
+            # d KL / d a = y~ * (g - y~ . g), g = d KL / d log y~ = counts * log y~ - (q summed per word),
+            # written into a's buffer: y~ . g = counts * (y~ . log y~) - y~ . agg
+            d_a = a.sub_(log_norm[:, None] + neg_entropy[:, None]).mul_((ctx.counts * d_kl)[:, None])
+            d_a.sub_(r.agg, alpha=float(d_kl)).add_((r.soft_dot * d_kl)[:, None]).mul_(r.soft)
         if ctx.merged and d_a is not None:  # grad and d_a are the two halves of ``whole``: two GEMMs for both
             d_hr = whole.mm(weight) if ctx.needs_input_grad[0] or ctx.needs_input_grad[4] else None
             d_w = whole.t().mm(torch.cat([h, soft_rows.detach()])) if ctx.needs_input_grad[1] else None
@@ -326,11 +418,6 @@ class _OutputLoss(torch.autograd.Function):
             d_rows = d_a.mm(vectors.detach()) if ctx.needs_input_grad[4] else None
             d_vectors = d_a.t().mm(soft_rows.detach()) if ctx.needs_input_grad[5] else None
         return d_h, d_w, d_b, None, d_rows, d_vectors, None, None, None
-
-
-def _rowdot(x, y):
-    """Row-wise dot products of two (N, K) arrays."""
-    return torch.linalg.vecdot(x, y)
 
 
 def output_loss(h, weight, bias, targets, soft_rows=None, word_vectors=None, idx=None, tau: float = 1.0,

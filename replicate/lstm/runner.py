@@ -22,7 +22,7 @@ from replicate import devices, provenance
 from replicate import io as rio
 from replicate.errors import ReplicateError
 from replicate.finite import nonfinite_keys, not_finite
-from replicate.lstm import KERNEL_MODULES, MATH_MODULES, kernels
+from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import CHECKPOINT, HISTORY, Trainer, seed_everything
@@ -46,8 +46,9 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     started = provenance.now()
     # what this process computes with, read once at the start (the checkout may change while it trains)
     git = provenance.git_state()
-    versions = {"code_version": provenance.source_hash(*MATH_MODULES),
-                "kernel_version": provenance.source_hash(*KERNEL_MODULES), "kernels": kernels.backend()}
+    math, fast = provenance.code_modules(Trainer)  # the Trainer and what it imports; its kernels apart
+    versions = {"code_version": provenance.source_hash(*math), "kernel_version": provenance.source_hash(*fast),
+                "kernels": kernels.backend()}
     dev = devices.resolve_device(device)
     devices.setup(threads, allow_tf32)
     model, model_cfg, train_cfg = build(spec["settings"], len(corpus.vocab))

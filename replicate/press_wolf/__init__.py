@@ -5,8 +5,3 @@
 - ``cli``: ``python -m replicate press-wolf <train|table|bench>``.
 The model, kernels and training loop are the engine's (``replicate.lstm``).
 """
-
-from replicate.lstm import KERNEL_MODULES, MATH_MODULES
-
-BENCH_MODULES = ("press_wolf.bench", "inan.losses", "inan.train", "inan.trainer", *MATH_MODULES, *KERNEL_MODULES)
-"""The code a speed figure measures: its ``code_version`` (the JSON) and the rule's rerun trigger."""

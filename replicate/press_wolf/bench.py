@@ -25,7 +25,6 @@ warning when the machine was not idle: quote ratios from idle runs only.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
@@ -35,12 +34,12 @@ import torch
 import torch.nn.functional as F
 
 from replicate.errors import ReplicateError
+from replicate.inan.bench import IDLE_LOAD, load_state, zipf_targets
 from replicate.inan.trainer import AugmentedTrainer
 from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
-from replicate.press_wolf import BENCH_MODULES
 from replicate.provenance import PROJECT_ROOT
 
 
@@ -99,13 +98,10 @@ def cell(name: str):
     return settings, None, epochs, plain
 
 
-def zipf_tokens(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
-    """``n`` word ids drawn with probability 1 / rank, like text: a PTB-sized window then has about as many
-    distinct targets as a real one (what the augmented loss's cost depends on; uniform ids would make
-    nearly every target distinct)."""
-    from replicate.inan.bench import zipf_targets  # (inan.bench imports this module)
-
-    return zipf_targets(n, vocab, seed)
+def _bench_data(settings: dict, batches: int, vocab: int) -> torch.Tensor:
+    """The tokens a cell's timed epoch and its warm-up read (the same for every repeat)."""
+    tcfg = resolve(settings, vocab)[1]
+    return zipf_targets((batches + 3) * tcfg.bptt * tcfg.batch_size + 1, vocab)
 
 
 def _timed(fn, tokens: int) -> tuple[float, float]:
@@ -212,43 +208,6 @@ def _optimizer_step(model: LSTMLM, tcfg):
     return step
 
 
-def step_breakdown(settings: dict, vocab: int = 10000, repeats: int = 7) -> dict:
-    """Milliseconds of one training step of an unmasked cell by part, at its shapes: the recurrence (all
-    layers, forward + backward) on torch's kernel (now) and on the hand-written fused kernel (before), the
-    output layer's three GEMMs, the rest of the fused output layer + loss, the optimizer (clip + SGD)."""
-    mcfg, tcfg = resolve(settings, vocab)
-    H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(T, B, H, generator=g).requires_grad_()
-    zeros = torch.zeros(B, H)
-    w = [(torch.rand(4 * H, H, generator=g) * 0.2 - 0.1).requires_grad_() for _ in range(2 * L)]
-    bias = torch.zeros(4 * H, requires_grad=True)
-
-    def recurrence(layer):
-        def run():
-            h = x
-            for i in range(L):
-                h, _ = layer(h, zeros, zeros, w[2 * i], w[2 * i + 1], bias)
-            h.sum().backward()
-        return run
-
-    h2 = torch.rand(T * B, H, generator=g).requires_grad_()
-    out_w = (torch.rand(vocab, H, generator=g) * 0.2 - 0.1).requires_grad_()
-    out_b = torch.zeros(vocab, requires_grad=True)
-    targets = torch.randint(0, vocab, (T * B,), generator=g)
-    grad = torch.rand(T * B, vocab, generator=g)
-    optimizer = _optimizer_step(LSTMLM(mcfg), tcfg)
-    parts = {"recurrence (torch kernel, now)": _median_ms(recurrence(kernels._native_lstm), repeats),
-             "recurrence (hand-written, before)": _median_ms(recurrence(kernels.lstm_sequence), repeats),
-             "output GEMMs (3)": _median_ms(lambda: (torch.addmm(out_b, h2.detach(), out_w.detach().t()),
-                                                     grad.mm(out_w.detach()), grad.t().mm(h2.detach())), repeats),
-             "output layer + loss, whole": _median_ms(
-                 lambda: kernels.linear_nll(h2, out_w, out_b, targets).backward(), repeats),
-             "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
-    parts["loss (output layer minus its GEMMs)"] = parts["output layer + loss, whole"] - parts["output GEMMs (3)"]
-    return parts
-
-
 def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repeats: int = 7) -> dict:
     """Milliseconds of one training window of an Inan cell (``inan_al``, ``inan_real``, ...) by part, at its
     shapes: the recurrence (two VD-masked layers, forward + backward), the output layer's three GEMMs, the
@@ -272,7 +231,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
         h.sum().backward()
 
     model = LSTMLM(mcfg)
-    data = zipf_tokens(T * B + 1, vocab)
+    data = zipf_targets(T * B + 1, vocab)
     inputs, targets = data[:-1].view(T, B), data[1:].view(T, B)
     features = torch.rand(T, B, H, generator=g).requires_grad_()
     emb, out_w, out_b = model.embedding.weight, model.output_weight, model.output_bias
@@ -303,7 +262,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
                  "output layer + loss, whole": _median_ms(output_layer, repeats),
                  "optimizer (clip + SGD)": _median_ms(optimizer, repeats)}
         trainer_cls = AugmentedTrainer if fused else Trainer
-        trainer = trainer_cls(model, tcfg, zipf_tokens(9 * T * B + 1, vocab), data[:3], log=lambda s: None,
+        trainer = trainer_cls(model, tcfg, zipf_targets(9 * T * B + 1, vocab), data[:3], log=lambda s: None,
                               extra_loss=al)
         trainer.batches = 2
         trainer.train_epoch()  # warm-up
@@ -313,16 +272,6 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
         parts["output layer + loss, whole"] - parts["output GEMMs (3)"] - parts["soft-target product(s)"])
     parts["whole training step"] = 1e3 / step
     return parts
-
-
-# 1-minute load average above which the machine does not count as idle (other runnable processes)
-IDLE_LOAD = 0.5
-
-
-def load_state() -> dict:
-    """Load averages (1, 5, 15 min) and whether the machine counts as idle for a speed measurement."""
-    load = os.getloadavg()
-    return {"loadavg": list(load), "idle": load[0] <= IDLE_LOAD, "cpus": os.cpu_count()}
 
 
 def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
@@ -337,16 +286,21 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
               "load_start": start, "cells": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
+    # the repeats go round the cells, so that a drift in the machine's speed falls on every cell alike
+    samples = {name: ([], []) for name in cells}
+    for _ in range(repeats):
+        for name in cells:
+            settings, extra, _, plain_kind = cell(name)
+            data = _bench_data(settings, batches, vocab)
+            samples[name][0].append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
+            samples[name][1].append(
+                plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
+                else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
     for name in cells:
         settings, extra, epochs, plain_kind = cell(name)
         mcfg, tcfg = resolve(settings, vocab)
-        need = (batches + 3) * tcfg.bptt * tcfg.batch_size + 1
-        data = zipf_tokens(need, vocab)
-        ours, plain = [], []
-        for _ in range(repeats):
-            ours.append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
-            plain.append(plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
-                         else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
+        data = _bench_data(settings, batches, vocab)
+        ours, plain = samples[name]
         fpt = flops_per_token(mcfg.hidden_size, mcfg.num_layers, vocab)
         row = {"flops_per_token": fpt, "plain": plain_kind, "epochs": epochs}
         for clock, i in (("wall", 0), ("cpu", 1)):
@@ -361,7 +315,7 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
                   f"matmul peak (plain {p * fpt / 1e9 / peak:.0%}); repeats ours "
                   f"{[round(r[i]) for r in ours]} plain {[round(r[i]) for r in plain]}", flush=True)
         if epochs is not None:
-            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(need - 1, 5000))
+            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(len(data) - 1, 5000))
                      for bs in {tcfg.valid_batch_size, tcfg.eval_batch_size}}
             row["eval_tok_s"] = {str(bs): r for bs, r in rates.items()}
             row["projected_row_hours"] = projected_hours(settings, epochs, row["wall"]["ours_median"], rates.get)
@@ -417,7 +371,7 @@ def main(args) -> int:
         from replicate import io as rio
         from replicate import provenance
 
-        result["code_version"] = provenance.source_hash(*BENCH_MODULES)
+        result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         if args.out:
             rio.write_json(args.out, result)
         if args.table:

@@ -69,45 +69,7 @@ class RunKind:
 class Experiment:
     name: str
     title: str
-    prefixes: tuple[str, ...]   # where its non-run files live (tables, figures, aggregates, benchmarks)
-    kinds: tuple[RunKind, ...]
-
-    def owns(self, rel: str) -> bool:
-        return rel.startswith(self.prefixes)
-
-
-SHARED_FOLDERS = ("tables", "figures")  # hold several experiments' files, told apart by the file name
-
-
-def path_constants(group: str) -> list[str]:
-    """The paths ``replicate.paths`` names ``<group>*`` (strings, and the values of tuples and dicts)."""
-    out = []
-    for name, value in vars(paths).items():
-        if name.startswith(group):
-            if isinstance(value, str):
-                out.append(value)
-            elif isinstance(value, (tuple, list)):
-                out += list(value)
-            elif isinstance(value, dict):
-                out += list(value.values())
-    return out
-
-
-def prefixes_of(experiment: str, group: str) -> tuple[str, ...]:
-    """Where an experiment's files live, from its ``replicate.paths`` constants (``group``: their name
-    prefix, e.g. ``SCALE_``): a folder of its own (``scale/`` of ``scale/runs/...``) with its Snakemake
-    benchmark folder (``benchmarks/scale/``); in a shared folder, ``<folder>/<experiment>_`` for a file
-    named after the experiment (``tables/scale_`` of ``tables/scale_gain.csv``), else the file's stem up
-    to its first wildcard (``tables/model_families``)."""
-    out = []
-    for path in path_constants(group):
-        folder, _, rest = path.partition("/")
-        if folder in SHARED_FOLDERS:
-            stem = rest.split("{", 1)[0].split(".", 1)[0]
-            out.append(f"{folder}/{experiment}_" if stem.startswith(f"{experiment}_") else f"{folder}/{stem}")
-        else:
-            out += [f"{folder}/", f"{paths.BENCHMARKS}/{folder}/"]
-    return tuple(dict.fromkeys(out))
+    kinds: tuple[RunKind, ...]  # its other files: where paths.PREFIXES says (tables, figures, aggregates, benchmarks)
 
 
 def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
@@ -118,10 +80,8 @@ def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
 
 EXPERIMENTS = {e.name: e for e in (
     Experiment("press_wolf", "Press & Wolf 2017",
-               prefixes_of("press_wolf", "PW_"),
                (_lstm_runs("lstm", "press_wolf", r"[^/]+/seed\d+"),)),
     Experiment("inan", "Inan et al. 2017",
-               prefixes_of("inan", "INAN_"),
                (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
                 replace(_lstm_runs("screen", "inan/screen"), restorable=_never),  # its soft-target analysis reads the weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
@@ -129,13 +89,11 @@ EXPERIMENTS = {e.name: e for e in (
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
                         ("distance_mean",), _seed_versions))),
     Experiment("initial_loss", "Transformer initial loss",
-               prefixes_of("initial_loss", "IL_"),
                (RunKind("sweep", r"^initial_loss/runs/(?P<name>d\d+)\.csv", "initial_loss/runs/{name}",
                         "{run}.csv.provenance.json", ("{run}.csv", "{run}.csv.provenance.json"), ("seconds",)),
                 RunKind("sweep", r"^initial_loss/(?P<name>memory_benchmark)\.json$", "initial_loss/{name}",
                         "{run}.json", ("{run}.json",), ("peak_rss_bytes",)))),
     Experiment("scale", "Scale study and embedding analysis",
-               prefixes_of("scale", "SCALE_"),
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
                         ("final_valid_ppl", "test_ppl"),
@@ -260,9 +218,7 @@ def benchmark_file(run_id: str) -> str:
 
 def owner(rel: str) -> str | None:
     """The experiment a results file belongs to (None: none, or never published)."""
-    if rel.startswith(NEVER):
-        return None
-    return next((e.name for e in EXPERIMENTS.values() if e.owns(rel)), None)
+    return None if rel.startswith(NEVER) else paths.owner(rel)
 
 
 def scan(root: str | Path, experiment: str, files: list[str] | None = None) -> Scan:

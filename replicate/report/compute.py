@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from replicate import paths
 from replicate.report import blocks as B
 from replicate.report.format import NO_VALUE, fmt_hours
 from replicate.report.sources import run_label
@@ -136,11 +137,9 @@ def _some(names: list[str]) -> str:
 
 
 def _experiment(res, path: str) -> str:
-    """The experiment a result file belongs to (the publish catalogue's owner), else its first folder."""
-    from replicate.publish.catalogue import owner
-
+    """The experiment a result file belongs to (``paths.owner``), else its first folder."""
     rel = Path(res.root.parent / path).relative_to(res.root).as_posix() if not Path(path).is_absolute() else path
-    return owner(rel) or rel.split("/", 1)[0]
+    return paths.owner(rel) or rel.split("/", 1)[0]
 
 
 def per_experiment(runs: pd.DataFrame) -> pd.DataFrame:

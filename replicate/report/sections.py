@@ -220,9 +220,10 @@ def _pw_table(ctx: Context, key: str) -> str:
     frame = ctx.results.raw[key].copy()
     frame = frame[~frame["cell"].astype(str).str.contains("@")]  # variants: their own table
     frame.insert(0, "model", frame["row"].where(frame["row"].notna(), frame["cell"]))
-    cols = {"model": "model", "params_m_ours": "params (M)", "train_ours": "train (running) ours",
-            "train_paper": "train (running) paper", "train_clean_ours": "train (clean) ours", **_ours_paper(frame),
-            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd",
+    # the valid and test columns first: on a phone they are what shows without scrolling sideways
+    cols = {"model": "model", **_ours_paper(frame), "train_ours": "train (running) ours",
+            "train_paper": "train (running) paper", "train_clean_ours": "train (clean) ours",
+            "params_m_ours": "params (M)", "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd",
             **{k: labels.column(k) for k in ("epochs", "schedule", "gate_bias", "pr_form", "pr_lambda")}}
     table = B.table(frame, cols, keep=("model",), partial=("pr_lambda", "pr_form"), percent=_rel_cols(frame),
                     caption=f"Our perplexities (mean over seeds; sd over a cell's seeds, — with one seed) beside "
@@ -339,16 +340,25 @@ def section_initial_loss(ctx: Context) -> str:
 
 
 # --------------------------------------------------------------------------------------- Inan
+SOFT_LEGEND = (" y~: the soft target of the +AL / +REAL rows at the end of training, over the valid split's targets "
+               "(entropy over log |V|: 1 = uniform).")
+
+
 def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
+    soft = ("soft_entropy_ratio", "soft_target_mass")
     cols = {"dataset": "data set", "size": "size", "model": "model",
             **_ours_paper(t), "tau": "tau", "gamma": "gamma", "alpha": "alpha",
+            **{k: labels.column(k) for k in soft},
             "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd", "epochs": "epochs", "dropout_rate": "dropout", "embedding_dropout": "embedding dropout",
             "hours": "hours (train + valid)", "protocol": "protocol"}
-    return B.join([B.table(t, cols, keep=("model",), partial=("tau", "gamma", "alpha"), percent=_rel_cols(t),
-                                     caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / "
-                                             "paper; — = no number in the paper.",
-                                     source=ctx.source("inan_table1")),
+    table = B.table(t, cols, keep=("model",), partial=("tau", "gamma", "alpha"), percent=_rel_cols(t),
+                    digits={"soft_entropy_ratio": 4, "soft_target_mass": 5},
+                    caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / paper; — = no "
+                            "number in the paper." + (SOFT_LEGEND if t.reindex(columns=soft).notna().any(axis=None)
+                                                      else ""),
+                    source=ctx.source("inan_table1"))
+    return B.join([table,
                    _listed(t, _first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
 
 

@@ -11,9 +11,10 @@
 - ``cli``: ``python -m replicate scale <train|transformer|embeddings|table|transformer-summary>``.
 """
 
-from replicate.lstm import MATH_MODULES as _ENGINE_MATH
 
-LSTM_RUN_MATH = (*_ENGINE_MATH, "scale.embeddings", "scale.stopping")
-"""What a scale-study LSTM run computes with (engine + update/snapshot hooks): its summary's ``code_version``."""
-TRANSFORMER_RUN_MATH = ("scale.transformer", "llama", "initial_loss.theory")
-"""What a scale-study transformer run computes with: its summary's ``code_version``."""
+def __getattr__(name: str):  # TRANSFORMER_RUN_MATH: for transformer.py only (its bytes are hashed)
+    if name != "TRANSFORMER_RUN_MATH":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from replicate.provenance import code_modules
+
+    return code_modules("scale.transformer")[0]

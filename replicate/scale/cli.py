@@ -18,7 +18,6 @@ from replicate import paths
 from replicate import provenance
 from replicate.cli_common import add_job_args, load_spec, training_attempt, write_csv_with_provenance
 from replicate.errors import ReplicateError
-from replicate.scale import LSTM_RUN_MATH
 
 
 # ----------------------------------------------------------------------------- train
@@ -80,7 +79,7 @@ def _train(args, log) -> None:
         "final_valid_ppl": metrics["valid_ppl"], "best_valid_ppl": best, "best_epoch": best_epoch,
         "test_ppl": metrics["test_ppl"], "tokens_per_s": metrics["train_tokens_per_s"],
         "embedding_record": record, "update_steps_tracked": tracker.steps if record else None, "settings": settings,
-        "code_version": provenance.source_hash(*LSTM_RUN_MATH),
+        "code_version": provenance.code_version(emb, stopping),  # the engine's math and these hooks
         "provenance": provenance.collect(spec.get("config", spec), started, args.device),
     }
     if record:

@@ -1,4 +1,6 @@
-# Helpers of every experiment's rules: result paths, the final targets, code-version params, spec passing.
+# Helpers of every experiment's rules: result paths, the final targets, spec passing. A rule's `code` param is
+# code_version(<the modules its job computes with>), a hash of them and of the math they import
+# (replicate/provenance.py): Snakemake (--rerun-triggers params, the default) reruns the jobs an edit can change.
 import json
 import os
 import sys
@@ -7,9 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as _snakemake_logger
 
 from replicate import costs, paths, plan_lines, progress
-from replicate.lstm import RUN_MODULES as LSTM_RUN_MODULES
-from replicate.press_wolf import BENCH_MODULES as PW_BENCH_MODULES
-from replicate.provenance import source_hash
+from replicate.provenance import code_version
 from replicate.run_checks import refuse_to_overwrite
 from replicate.targets import explain as explain_target
 from replicate.validate import SettingError, nearest, parse_text
@@ -68,14 +68,6 @@ def experiment_targets():
 def final_targets():
     """The target of `snakemake all`: every experiment's final outputs and the report."""
     return [*experiment_targets(), R(paths.REPORT_HTML)]
-
-
-def code_version(*modules):
-    """A params value that changes when the source of the named package modules changes.
-
-    Snakemake reruns a job when its params change (default --rerun-triggers), so editing
-    e.g. replicate/lstm/ reruns the training jobs, and nothing else."""
-    return source_hash("provenance", "io", "errors", *modules)
 
 
 def forced(rule, output):

@@ -24,7 +24,7 @@ rule inan_train:
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         flags=engine_flags(),
-        code=code_version(*INAN_CODE),
+        code=INAN_CODE,
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
@@ -57,7 +57,7 @@ rule inan_ablation_train:
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         flags=engine_flags(),
-        code=code_version(*INAN_CODE),
+        code=INAN_CODE,
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
@@ -89,7 +89,7 @@ rule inan_screen_train:
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         flags=engine_flags(keep_checkpoint=True),  # inan_screen_soft_target reads the weights
-        code=code_version(*INAN_CODE),
+        code=INAN_CODE,
     threads: INAN["threads"]
     resources:
         mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
@@ -119,7 +119,7 @@ rule inan_screen_soft_target:
     params:
         run_dir=subpath(input.metrics, parent=True),
         loss_tokens=INAN_SC["soft_target_loss_tokens"],
-        code=code_version("inan"),
+        code=code_version("inan.soft_target"),
     log:
         R("logs/inan/screen/{dataset}/{size}_{variant}_{tag}_soft_target.log"),
     shell:
@@ -137,7 +137,7 @@ rule inan_screen_table:
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
-        code=code_version("inan"),
+        code=code_version("inan.report"),
     log:
         R("logs/inan/screen.log"),
     shell:
@@ -155,7 +155,7 @@ rule inan_table1:
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
-        code=code_version("inan"),
+        code=code_version("inan.report"),
     log:
         R("logs/inan/table1.log"),
     shell:
@@ -172,7 +172,7 @@ rule inan_ablation_table:
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
-        code=code_version("inan"),
+        code=code_version("inan.report"),
     log:
         R("logs/inan/ablation.log"),
     shell:
@@ -195,7 +195,7 @@ rule inan_subspace_point:
         work_dir=R(paths.INAN_POINT_WORK),
         device=config["device"],
         tf32="--allow-tf32" if config["allow_tf32"] else "",
-        code=code_version(*INAN_SUBSPACE_CODE),
+        code=code_version("inan.subspace_exp"),  # a point reuses seeds of unchanged math
     threads: INAN_SUB["threads"]
     resources:
         gpu=train_gpus,
@@ -224,7 +224,7 @@ rule inan_figure1:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
         stem=subpath(output.png, strip_suffix=".png"),
-        code=code_version("inan", "plotting"),
+        code=code_version("inan.report", "plotting"),
     log:
         R("logs/inan/figure1.log"),
     shell:
@@ -243,7 +243,7 @@ rule inan_subspace_readings:
     params:
         spec=spec_json(run_config("inan")),
         protocol=config["protocol"],
-        code=code_version("inan"),
+        code=code_version("inan.report"),
     log:
         R("logs/inan/subspace_readings.log"),
     shell:

@@ -1,7 +1,7 @@
 # Inan et al. 2017: config views, target lists and run-spec functions used by inan.smk.
 from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names, reading_seeds, reading_settings
 from replicate.inan.screen import check_runs as inan_check_screen_runs
-from replicate.inan.train import TRAIN_MODULES as INAN_TRAIN_MODULES, VARIANTS as INAN_VARIANTS, run_settings as inan_run_settings
+from replicate.inan.train import VARIANTS as INAN_VARIANTS, run_settings as inan_run_settings
 from replicate.run_checks import check_engine_settings
 
 INAN = config["inan"]
@@ -9,10 +9,9 @@ INAN_T1 = INAN["table1"]
 INAN_AB = INAN["ablation"]
 INAN_SUB = INAN["subspace"]
 INAN_SC = INAN["screen"]
-# What a training job depends on: the augmented loss + the engine and its runner (editing the tables,
-# figures or readings code retrains nothing; a 6.2 point reuses seeds whose math code is unchanged).
-INAN_CODE = tuple(dict.fromkeys((*INAN_TRAIN_MODULES, *LSTM_RUN_MODULES)))
-INAN_SUBSPACE_CODE = ("inan", *LSTM_RUN_MODULES)
+# A training job's math: the augmented loss and its trainer over the engine, the version its metrics.json
+# records (editing the tables, figures or readings code retrains nothing).
+INAN_CODE = code_version("inan.train", "inan.trainer")
 
 INAN_TABLE1_RUNS = expand(R(paths.INAN_TABLE1_METRICS),
                           dataset=INAN_T1["datasets"], size=INAN_T1["sizes"], variant=INAN_T1["variants"])

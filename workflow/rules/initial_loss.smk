@@ -18,7 +18,7 @@ rule initial_loss_sweep:
         width=r"\d+",
     params:
         spec=IL_SWEEP_SPEC,
-        code=code_version("llama", "initial_loss.sweep", "initial_loss.cli", "devices"),
+        code=code_version("initial_loss.sweep"),
     threads: 2
     resources:
         mem_mb=sweep_mem_mb(IL),
@@ -49,7 +49,7 @@ rule initial_loss_tables:
         metrics=R(paths.IL_METRICS),
     params:
         spec=spec_json(run_config("initial_loss")),
-        code=code_version("initial_loss"),
+        code=code_version("initial_loss.tables", "initial_loss.families"),
     log:
         R("logs/initial_loss/tables.log"),
     shell:
@@ -74,7 +74,7 @@ rule initial_loss_figures:
         R(paths.svg(paths.IL_FIGURES[2])),
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
-        code=code_version("initial_loss", "plotting"),
+        code=code_version("initial_loss.figures", "plotting"),
     log:
         R("logs/initial_loss/figures.log"),
     shell:
@@ -91,7 +91,7 @@ rule initial_loss_memory:
     params:
         spec=spec_json(run_config(None, initial_loss={**{k: IL[k] for k in _IL_SWEEP_KEYS},
                                                       "memory_benchmark": IL["memory_benchmark"]})),
-        code=code_version("llama", "initial_loss.sweep", "initial_loss.cli", "devices"),
+        code=code_version("initial_loss.sweep"),
     threads: 2
     log:
         R("logs/initial_loss/memory.log"),

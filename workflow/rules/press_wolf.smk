@@ -20,7 +20,7 @@ rule press_wolf_train:
         out_dir=subpath(output.metrics, parent=True),
         device=config["device"],
         flags=engine_flags(),
-        code=code_version(*LSTM_RUN_MODULES),
+        code=code_version("lstm.train"),  # the math train_run records
     threads: PW["threads"]
     resources:
         # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
@@ -62,7 +62,7 @@ rule press_wolf_speed:
         json=R(paths.PW_SPEED),
         table=R(paths.PW_SPEED_TABLE),
     params:
-        code=code_version(*PW_BENCH_MODULES),
+        code=code_version("press_wolf.bench", kernels=True),
         cells="small,medium,bd,inan_vd,inan_al,inan_re,inan_real",
     threads: 2
     log:

@@ -37,7 +37,7 @@ rule report_learning_curves:
         R(paths.svg(paths.PW_LEARNING_CURVES)),
     params:
         stem=subpath(output[0], strip_suffix=".png"),
-        code=code_version("report", "plotting"),
+        code=code_version("report.figures", "plotting"),
     log:
         R("logs/report/learning_curves.log"),
     shell:
@@ -66,7 +66,7 @@ rule report:
                        full_protocol=REPORT_FULL_PROTOCOL)
         ),
         results=subpath(output.md, ancestor=2),
-        code=code_version("report", "plotting"),
+        code=code_version("report.build"),
     log:
         R("logs/report/report.log"),
     shell:

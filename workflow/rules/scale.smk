@@ -82,7 +82,7 @@ rule scale_table:
     params:
         spec=spec_json(run_config("scale")),
         figures=subpath(output.fig_data, parent=True),
-        code=code_version("scale.study", "scale.figures", "scale.cli", "plotting"),
+        code=code_version("scale.figures", "plotting"),
     log:
         R("logs/scale/table.log"),
     shell:
@@ -112,7 +112,7 @@ rule scale_embeddings:
         spec=spec_json(run_config("scale")),
         runs=SC_ANALYSIS,
         figures=subpath(output.fig_updates, parent=True),
-        code=code_version("scale.embeddings", "scale.figures", "scale.cli", "plotting"),
+        code=code_version("scale.embeddings", "scale.figures", "plotting"),
     log:
         R("logs/scale/embeddings.log"),
     shell:
@@ -137,8 +137,7 @@ rule scale_transformer:
         spec=lambda wc: spec_json(transformer_spec(SC, dict(wc.items()), run_config(None))),
         out_dir=subpath(output.summary, parent=True),
         device=config["device"],
-        code=code_version("scale.transformer", "scale.cli", "llama", "initial_loss.theory",
-                          "data", "devices"),
+        code=code_version("scale.transformer"),  # the version its summary.json records
     threads: SC["threads"]
     resources:
         runtime=runtime_at_least(SC["runtime_minutes"], transformer_one_thread_min),
@@ -169,7 +168,7 @@ rule scale_transformer_summary:
         spec=spec_json(run_config("scale")),
         runs=SC_TF_RUNS,
         figures=subpath(output.fig, parent=True),
-        code=code_version("scale.study", "scale.figures", "scale.cli", "plotting"),
+        code=code_version("scale.figures", "scale.transformer", "plotting"),
     log:
         R("logs/scale/transformer_summary.log"),
     shell:

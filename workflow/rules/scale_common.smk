@@ -15,8 +15,9 @@ SC_TF_RUNS = (
 )
 if SC["enabled"]:
     check_stopping(SC["lstm"])  # plan time: contradictory stopping settings stop the plan with the fix
-# What a training job depends on (table/figure settings stay out: editing them retrains nothing).
-SC_LSTM_CODE = code_version("scale.embeddings", "scale.stopping", "scale.study", "scale.cli", *LSTM_RUN_MODULES)
+# A training job's math: the engine and the hooks it trains with, the version its summary.json records
+# (table/figure settings and code stay out: editing them retrains nothing).
+SC_LSTM_CODE = code_version("scale.embeddings", "scale.stopping")
 
 
 def scale_train_check(wc):
