@@ -678,13 +678,36 @@ BUNDLE = REPO_ROOT / "paper" / "measured"
 @pytest.fixture(scope="module")
 def bundle_report(tmp_path_factory) -> dict:
     """The published bundle's report as the current code and template build it, into a copy of the bundle."""
+
+    import contextlib
     import shutil
 
-    copy = tmp_path_factory.mktemp("bundle") / "measured"
+    from replicate.publish.bundle import build_report
+
+    base = tmp_path_factory.mktemp("bundle")
+    copy = base / "paper" / "measured"
     shutil.copytree(BUNDLE, copy, ignore=shutil.ignore_patterns("report"))
-    build(copy, TEMPLATE, copy / "report/report.md", copy / "report/index.html", captions_dir=REPO_ROOT / "workflow/report")
+    with contextlib.chdir(base):  # as `publish --rebuild` builds it: results folder paper/measured
+        build_report(Path("paper/measured"))
     return {"md": (copy / "report/report.md").read_text(), "html": (copy / "report/index.html").read_text(),
             "verdicts": {c.id: v for c, v in C.evaluate_all(load(copy))}}
+
+
+BUILT = re.compile(r"Built [^;]*;")  # the one line that names when and from what it was built
+
+
+@pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
+@pytest.mark.parametrize("name", ["report.md", "index.html"])
+def test_published_report_is_what_the_current_code_builds(bundle_report, name):
+    """The bundle's report/ equals a fresh build from the bundle, byte for byte but for the 'Built' line: a
+    change to the report code or template that changes the report fails here until the bundle is rebuilt
+    (`python -m replicate publish --rebuild`), so no change to the rendered report goes unnoticed."""
+    import difflib
+
+    fresh = BUILT.sub("Built", bundle_report["md" if name == "report.md" else "html"])
+    kept = BUILT.sub("Built", (BUNDLE / "report" / name).read_text())
+    diff = list(difflib.unified_diff(kept.splitlines(), fresh.splitlines(), "published", "fresh", lineterm="", n=1))
+    assert not diff, "\n".join(line[:300] for line in diff[:60])
 
 
 @pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
