@@ -18,9 +18,9 @@ from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate.report.build import build
 from replicate.report import labels
 from replicate.errors import ReplicateError
-from replicate.report import claims as C
+from replicate.report import experiments as X
 from replicate.report import effects as E
-from replicate.report.claims import CLAIMS
+from replicate.report.experiments import CLAIMS
 from replicate.report.sources import load
 from replicate.report.render import to_html
 from replicate.report.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
@@ -543,11 +543,11 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     md = (tmp_path / "r.md").read_text()
     # claim ids with a dot (_drop0.3) are filled like the others (they were printed as {{verdict:...}})
     assert "{{" not in md and "at dropout 0.3: **inconclusive**" in md and "at dropout 0.3: **does not hold**" in md
-    v = {c.id: v.status for c, v in C.evaluate_all(load(res))}  # each claim's own check on the owners' formats
+    v = {c.id: v.status for c, v in X.evaluate_all(load(res))}  # each claim's own check on the owners' formats
     assert v["inan_al_small"] == "holds" and v["inan_real_best"] == "holds" and v["inan_subspace"] == "holds"
     assert v["emb_tied_output"] == "holds"
     assert {k: v[k] for k in verdicts} == verdicts  # the scale study's own verdicts, one per claim and level
-    evidence = {c.id: v.evidence for c, v in C.evaluate_all(load(res))}
+    evidence = {c.id: v.evidence for c, v in X.evaluate_all(load(res))}
     assert evidence["scale_model_share_drop0.3"] == "slope 3, 95 % t interval [3, 4]"
     doc = parse((tmp_path / "r.html").read_text())
     assert v["inan_subspace_tau"] == "holds"  # the claims read the per-point means, not the per-seed runs
@@ -690,7 +690,7 @@ def bundle_report(tmp_path_factory) -> dict:
     with contextlib.chdir(base):  # as `publish --rebuild` builds it: results folder paper/measured
         build_report(Path("paper/measured"))
     return {"md": (copy / "report/report.md").read_text(), "html": (copy / "report/index.html").read_text(),
-            "verdicts": {c.id: v for c, v in C.evaluate_all(load(copy))}}
+            "verdicts": {c.id: v for c, v in X.evaluate_all(load(copy))}}
 
 
 BUILT = re.compile(r"Built [^;]*;")  # the one line that names when and from what it was built

@@ -14,7 +14,8 @@ import pytest
 from replicate.report import effects as E
 from replicate.report import noise
 from replicate.report import claims as C
-from replicate.report.claims import CLAIMS
+from replicate.report import experiments as X
+from replicate.report.experiments import CLAIMS
 from replicate.report.format import NOT_RUN
 from replicate.report.sources import load
 
@@ -256,7 +257,7 @@ def test_no_claim_holds_within_its_allowance(tmp_path, repo_root):
     'holds' while an effect it rests on is within its seed-noise allowance (or has none)."""
     bundles = [repo_root / "paper/measured", _bundle(tmp_path / "one", False), _bundle(tmp_path / "two", True)]
     for root in bundles:
-        verdicts = C.evaluate_all(load(root))
+        verdicts = X.evaluate_all(load(root))
         assert not _holds_outside_noise(verdicts), root
         assert all(v.verdict in C.VERDICTS for _, v in verdicts)
     # the check itself can fail: an effect inside its allowance next to a 'holds'

@@ -162,7 +162,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
     """Rebuild the bundle's report (and with ``redraw`` its figures) from the bundle itself, no rerun and no
     results folder; re-hash what changed in MANIFEST.json and record the rebuild under ``rebuilt``.
     Returns the files whose hash changed."""
-    from replicate.report.redraw import redraw as redraw_figures
+    from replicate.publish.redraw import redraw as redraw_figures
 
     bundle = Path(bundle)
     manifest = read_manifest(bundle)

@@ -11,21 +11,32 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 import pandas as pd
 
 from replicate.report import blocks as B
 from replicate.report import claims as C
 from replicate.report import effects as E
+from replicate.report import experiments
 from replicate.report.format import NOT_RUN, fmt_hours, fmt_percent
 
-PAPERS = {  # claim-source prefix -> (name, arXiv id)
-    "Press & Wolf": ("Press & Wolf 2017", "1608.05859"),
-    "Inan": ("Inan et al. 2017", "1611.01462"),
-}
-ZAREMBA = ("Zaremba et al. 2014", "1409.2329")
-PW_BAR, INAN_BAR = 0.03, 0.05   # a row reproduces when its valid and test ppl are this close to the paper's
 DIRTY = "uncommitted tree"      # the mark of a verdict resting on runs made from a tree with uncommitted changes
+
+
+@dataclass(frozen=True)
+class Paper:
+    """How a paper's experiment opens the report (``PAPER`` of its section module)."""
+    key: str                    # its claims' source starts with this ("Press & Wolf")
+    name: str                   # "Press & Wolf 2017"
+    arxiv: str                  # its arXiv id
+    table: str                  # the result table whose rows are held to the bar, its name in the paper, the bar
+    table_name: str
+    bar: float                  # a row reproduces when its valid and test ppl are this close to the paper's
+    headline: tuple[tuple[str, str], ...] = ()  # (claim id, what its first effect is) stated in the brief
+    baselines: tuple[str, str] | None = None    # (name, arXiv id) of the paper its baselines come from
+    not_run: Callable[[object], str] = lambda res: ""  # what the results lack of the paper's tables
 
 
 def arxiv(name: str, ident: str) -> str:
@@ -71,7 +82,7 @@ def banner(res) -> str:
 # -------------------------------------------------------------------------------- the verdicts
 def shown(claim, v, res) -> str:
     """The verdict as the report shows it, marked when it rests on runs from an uncommitted tree."""
-    dirty = v.verdict != NOT_RUN and C.dirty_runs(res, claim.id)
+    dirty = v.verdict != NOT_RUN and experiments.dirty_runs(res, claim.id)
     return f"{v.verdict} ({DIRTY})" if dirty else v.verdict
 
 
@@ -158,14 +169,11 @@ def section_summary(ctx) -> str:
 
 
 # ------------------------------------------------------------------------------ the first screen
-BARS = {"press_wolf": ("press_wolf_table6", PW_BAR, "Table 6"), "inan": ("inan_table1", INAN_BAR, "Table 1")}
-
-
-def table_line(res, section: str) -> str:
+def table_line(res, paper: Paper) -> str:
     """'Table 1: 2 of 4 rows within 5 % of the paper's valid and test perplexity; more than that: small +AL
     (valid +7.6%, test +7.5%)' for a paper section's table ('' without one). Variant cells are no paper rows."""
-    key, bar, name = BARS[section]
-    frame = res.raw.get(key)
+    bar, name = paper.bar, paper.table_name
+    frame = res.raw.get(paper.table)
     cols = [c for c in (frame.columns if frame is not None else []) if c in ("valid_rel_diff", "test_rel_diff")]
     part = frame.dropna(subset=cols, how="all") if cols else None
     if part is not None and "cell" in part.columns:
@@ -198,10 +206,10 @@ def _claim_phrase(claim, v) -> str:
     return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
 
 
-def answer(ctx, section: str) -> str:
+def answer(ctx, section: str, paper: Paper | None = None) -> str:
     """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
     verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
-    parts = [table_line(ctx.results, section)] if section in BARS else []
+    parts = [table_line(ctx.results, paper)] if paper else []
     for status in E.VERDICTS[:-1]:  # all but "not run"
         named = [_claim_phrase(c, v) for c, v in verdicts if v.verdict == status]
         parts.append(f"**{status[0].upper() + status[1:]}**: " + "; ".join(named) if named else "")
@@ -213,28 +221,22 @@ def glance(ctx) -> str:
     """A few lines: per paper, how its table came out, its headline effects with their intervals beside the
     paper's, how many claims got each verdict, and what was not run; the essay's claims in two lines (its
     closed-form checks apart from the scale study's trained runs)."""
-    res, verdicts = ctx.results, ctx.verdicts
-    ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
-    missing = {"Press & Wolf": "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "",
-               "Inan": " and ".join(f"Table 1 {s}" for s in C.INAN_SIZES if s not in ran)
-               + " (the `paper` preset, a GPU)" if ran != set(C.INAN_SIZES) else ""}
-    headline = {"Press & Wolf": (("pw_small_tying", "Tying's gain, small model, valid ppl"),),
-                "Inan": (("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
-                         ("inan_subspace_level", "Section 6.2 distance at β = 1"))}
+    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.parts("section").values()
+    papers = [m.PAPER for m in sections if hasattr(m, "PAPER")]
     lines = []
-    for key, section in (("Press & Wolf", "press_wolf"), ("Inan", "inan")):
-        mine = [(c, v) for c, v in verdicts if c.paper.startswith(key)]
-        parts = [f"**{arxiv(*PAPERS[key])}**" + (f", baselines from {arxiv(*ZAREMBA)}" if key == "Press & Wolf"
-                                                  else "") + ":", table_line(res, section) + "."]
-        parts += [f"{what}: {_effect_of(mine, cid)}." for cid, what in headline.get(key, ()) if _effect_of(mine, cid)]
-        parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing[key]}." if missing[key] else ""]
+    for paper in papers:
+        mine = [(c, v) for c, v in verdicts if c.paper.startswith(paper.key)]
+        parts = [f"**{arxiv(paper.name, paper.arxiv)}**" + (f", baselines from {arxiv(*paper.baselines)}"
+                                                           if paper.baselines else "") + ":",
+                 table_line(res, paper) + "."]
+        parts += [f"{what}: {_effect_of(mine, cid)}." for cid, what in paper.headline if _effect_of(mine, cid)]
+        missing = paper.not_run(res)
+        parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing}." if missing else ""]
         lines.append(" ".join(p for p in parts if p not in ("", ".")))
-    rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(k) for k in PAPERS)]
-    for section, what in (("initial_loss", "**Initial loss and embedding share** (the essay's claims; closed-form "
-                                           "and configuration checks, no training)"),
-                          ("scale", "**The scale study** (the essay's claims; trained runs)")):
+    rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(p.key) for p in papers)]
+    for section, m in experiments.parts("section").items():
         mine = [(c, v) for c, v in rest if c.section == section]
-        lines.append(f"{what}: {count_line(mine)}." if mine else "")
+        lines.append(f"{m.ESSAY}: {count_line(mine)}." if hasattr(m, "ESSAY") and mine else "")
     lines = [line for line in lines if line]
     dirty = sum(DIRTY in shown(c, v, res) for c, v in verdicts)
     if dirty:
