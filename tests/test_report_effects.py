@@ -273,11 +273,17 @@ class _Forced:
         self.verdict, self.effects = verdict, effects
 
 
-def test_glossary_lists_every_report_label():
-    """docs/glossary.md maps every name the report relabels (labels.py), so a reader of the CSV finds it."""
+def test_every_row_of_the_glossarys_names_is_a_label():
+    """The report's labels are read from docs/glossary.md's table "Names in the report": each of its rows is one
+    label (a row the pattern misses would leave its name unlabelled), and a label with a table's pipe in it
+    reads unescaped."""
     from replicate.report import labels
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "glossary.md").read_text(encoding="utf-8")
-    for kind, table in (("column", labels.COLUMNS), ("value", labels.VALUES)):
-        for name, label in table.items():
-            assert f"| `{name}` ({kind}) | {label} |" in text, name
+    text = labels.GLOSSARY.read_text(encoding="utf-8")
+    section = text[text.index("## Names in the report"):].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    read = labels.read_glossary(section)
+    assert len(rows) == sum(map(len, read.values())) > 80
+    assert read == labels.read_glossary(text)  # no row elsewhere in the glossary reads as a label
+    assert labels.column("soft_entropy_ratio") == "y~ entropy / log |V|" and labels.value("inv_sqrt_d") == "1/√d"
+    assert list(labels.MATRICES)[:2] == ["tied", "tied_pr"]
