@@ -18,9 +18,9 @@ def _not_run(res) -> str:
     return lacking + " (the `paper` preset, a GPU)" if ran != set(INAN_SIZES) else ""
 
 
-PAPER = Paper("Inan", "Inan et al. 2017", "1611.01462", "inan_table1", "Table 1", 0.05,
-              (("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
-               ("inan_subspace_level", "Section 6.2 distance at β = 1")), not_run=_not_run)
+PAPER = Paper("Inan", "Inan et al. 2017", arxiv="1611.01462", table="inan_table1", table_name="Table 1", bar=0.05,
+              headline=(("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
+                        ("inan_subspace_level", "Section 6.2 distance at β = 1")), not_run=_not_run)
 FIGURES = ([], ["inan"])  # explicit stems, then prefixes
 
 

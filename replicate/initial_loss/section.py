@@ -88,7 +88,8 @@ def _theory_table(ctx: Context, t: pd.DataFrame) -> str:
 
 def section(ctx: Context) -> str:
     res = ctx.results
-    out = [answer(ctx, "initial_loss"), protocols_line(ctx, {"the sweep": "initial_loss_summary"}), "### Measured initial loss against the theory"]
+    out = [answer(ctx, "initial_loss"), protocols_line(ctx, {"the sweep": "initial_loss_summary"}),
+           "### Measured initial loss against the theory"]
     s = res.raw.get("initial_loss_summary")
     out.append(missing("Initial-loss sweep") if s is None else _initial_loss_table(ctx, s))
     out.append("### The essay's table: the closed form per init scale and width")

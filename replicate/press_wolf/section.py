@@ -13,9 +13,10 @@ from replicate.report.sections import (Context, config_diff, listed, missing, ou
 from replicate.report.sources import Results
 from replicate.report.summary import Paper, answer
 
-PAPER = Paper("Press & Wolf", "Press & Wolf 2017", "1608.05859", "press_wolf_table6", "Table 6", 0.03,
-              (("pw_small_tying", "Tying's gain, small model, valid ppl"),), ("Zaremba et al. 2014", "1409.2329"),
-              lambda res: "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "")
+PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
+              bar=0.03, headline=(("pw_small_tying", "Tying's gain, small model, valid ppl"),),
+              baselines=("Zaremba et al. 2014", "1409.2329"),
+              not_run=lambda res: "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "")
 FIGURES = (["report_press_wolf_learning_curves"], ["press_wolf"])  # explicit stems, then prefixes
 
 

@@ -221,8 +221,8 @@ def glance(ctx) -> str:
     """A few lines: per paper, how its table came out, its headline effects with their intervals beside the
     paper's, how many claims got each verdict, and what was not run; the essay's claims in two lines (its
     closed-form checks apart from the scale study's trained runs)."""
-    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.parts("section").values()
-    papers = [m.PAPER for m in sections if hasattr(m, "PAPER")]
+    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.parts("section")
+    papers = [m.PAPER for m in sections.values() if hasattr(m, "PAPER")]
     lines = []
     for paper in papers:
         mine = [(c, v) for c, v in verdicts if c.paper.startswith(paper.key)]
@@ -234,7 +234,7 @@ def glance(ctx) -> str:
         parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing}." if missing else ""]
         lines.append(" ".join(p for p in parts if p not in ("", ".")))
     rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(p.key) for p in papers)]
-    for section, m in experiments.parts("section").items():
+    for section, m in sections.items():
         mine = [(c, v) for c, v in rest if c.section == section]
         lines.append(f"{m.ESSAY}: {count_line(mine)}." if hasattr(m, "ESSAY") and mine else "")
     lines = [line for line in lines if line]

@@ -73,8 +73,9 @@ GAINS = ("rel_gain", "rel_gain_mean")
 
 def section(ctx: Context) -> str:
     res = ctx.results
-    out: list[str] = [answer(ctx, "scale"), protocols_line(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
-                                       "the transformer": "scale_transformer"})]
+    out: list[str] = [answer(ctx, "scale"),
+                      protocols_line(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
+                                           "the transformer": "scale_transformer"})]
     for key, title, caption, columns in SCALE_TABLES:
         out.append(f"### {title}")
         frame = res.raw.get(key)
