@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from replicate.inan.claims import INAN_SIZES, reading_has_shape
 from replicate.inan.shape import RAPID_FACTOR
+from replicate import paths as P
 from replicate.report import blocks as B
 from replicate.report import labels
 from replicate.report.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
                                        rel_cols, section_figures)
+from replicate.report.sources import Results, read_table
 from replicate.report.summary import Paper, answer
 
 
@@ -22,6 +24,20 @@ PAPER = Paper("Inan", "Inan et al. 2017", arxiv="1611.01462", table="inan_table1
               headline=(("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
                         ("inan_subspace_level", "Section 6.2 distance at β = 1")), not_run=_not_run)
 FIGURES = ([], ["inan"])  # explicit stems, then prefixes
+
+
+def read(res: Results) -> None:
+    """Table 1, the ablation, the screen, section 6.2's points (for the claims with ``distance``, the mean over
+    seeds) and its readings."""
+    res.inan_table1 = read_table(res, "inan_table1", P.INAN_TABLE1, ["dataset", "size", "model", "valid_ppl", "test_ppl",
+                                                                    "protocol"])
+    read_table(res, "inan_ablation", P.INAN_ABLATION, ["tau", "alpha", "valid_ppl", "protocol"])
+    read_table(res, "inan_screen", P.INAN_SCREEN, ["model", "tag", "schedule", "valid_ppl", "gain_over_vd", "protocol"])
+    frame = read_table(res, "inan_figure1", P.INAN_FIGURE1, ["panel", "tau", "beta", "distance_mean", "protocol"])
+    if frame is not None:
+        res.inan_figure1 = frame.assign(distance=frame["distance_mean"])
+    read_table(res, "inan_figure1_runs", P.INAN_FIGURE1_RUNS, ["panel", "tau", "beta", "distance", "protocol"])
+    read_table(res, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 
 
 SOFT_LEGEND = (" y~: the soft target of the +AL / +REAL rows at the end of training, over the valid split's targets "

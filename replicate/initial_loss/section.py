@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 
 from replicate.initial_loss.claims import DEFAULT_TOLERANCES, tolerance_nats
+from replicate import paths as P
 from replicate.report import blocks as B
 from replicate.report import labels
 from replicate.report.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.report.sources import Results, read_table, relative
 from replicate.report.summary import answer
 
 ESSAY = ("**Initial loss and embedding share** (the essay's claims; closed-form and configuration checks, "
          "no training)")  # the brief's line on this section's claims
 FIGURES = (["initial_loss_vs_width", "initial_loss_standard_init", "embedding_share"],  # explicit stems,
            ["initial_loss"])  # then prefixes
+
+
+def read(res: Results) -> None:
+    """The sweep's summary (for the claims also as ``initial_loss``, tied and rescale as booleans), the closed
+    form, the model families and the memory benchmark."""
+    frame = read_table(res, "initial_loss_summary", P.IL_SUMMARY,
+                       ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n",
+                        "loss_mean", "reference_kind", "reference_loss", "diff", "rel_diff", "protocol"],
+                       dtype={"std": str})
+    if frame is not None:
+        for col in ("tied", "rescale"):
+            frame[col] = frame[col].astype(str).str.lower().map({"true": True, "false": False})
+        res.initial_loss = frame
+    read_table(res, "initial_loss_theory", P.IL_THEORY, [])
+    res.families = read_table(res, "model_families", P.IL_FAMILIES, ["model", "vocab_size", "d_model", "n_layers", "tied",
+                                                                     "total_params", "embedding_share", "source"])
+    if (res.root / P.IL_MEMORY).is_file():
+        res.throughput.append({"path": relative(res.root, res.root / P.IL_MEMORY),
+                               "data": json.loads((res.root / P.IL_MEMORY).read_text())})
 
 
 IL_SETTING = {"token_dist": "tokens", "branches": "branches", "init": "init", "std": "σ", "head": "head",

@@ -6,11 +6,12 @@ import json
 
 import pandas as pd
 
+from replicate import paths as P
 from replicate.report import blocks as B
 from replicate.report import labels
 from replicate.report.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line,
                                        rel_cols, section_figures)
-from replicate.report.sources import Results
+from replicate.report.sources import Results, read_table
 from replicate.report.summary import Paper, answer
 
 PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
@@ -18,6 +19,24 @@ PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="pr
               baselines=("Zaremba et al. 2014", "1409.2329"),
               not_run=lambda res: "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "")
 FIGURES = (["report_press_wolf_learning_curves"], ["press_wolf"])  # explicit stems, then prefixes
+
+
+def read(res: Results) -> None:
+    """Tables 6 and 5 (for the claims also as ``pw_table6`` / ``pw_table5``: model, <split>_ppl,
+    paper_<split>_ppl), and the speed benchmark."""
+    for name, rel in P.PW_TABLES.items():
+        frame = read_table(res, f"press_wolf_{name}", rel, ["cell", "row", "protocol", "train_ours", "valid_ours",
+                                                            "test_ours", "train_paper", "valid_paper", "test_paper"])
+        if frame is None:
+            continue
+        canon = frame.rename(columns={"cell": "model", "train_ours": "train_ppl", "valid_ours": "valid_ppl",
+                                      "test_ours": "test_ppl", "train_paper": "paper_train_ppl",
+                                      "valid_paper": "paper_valid_ppl", "test_paper": "paper_test_ppl"})
+        canon = canon[["model", "train_ppl", "valid_ppl", "test_ppl", "paper_train_ppl", "paper_valid_ppl",
+                       "paper_test_ppl", "protocol"] + (["n_seeds"] if "n_seeds" in canon.columns else [])]
+        setattr(res, "pw_" + name, canon)
+    res.speed = read_table(res, "press_wolf_speed", P.PW_SPEED_TABLE,
+                           ["cell", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
 
 
 PW_TRAIN_LEGEND = (

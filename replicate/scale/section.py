@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import pandas as pd
 
+from replicate import paths as P
 from replicate.report import blocks as B
 from replicate.report import labels
 from replicate.report.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.report.sources import Results, read_table
 from replicate.report.summary import answer
 
 ESSAY = "**The scale study** (the essay's claims; trained runs)"  # the brief's line on this section's claims
 FIGURES = ([], ["scale"])  # explicit stems, then prefixes
+
+
+def read(res: Results) -> None:
+    """The tying-gain tables, the study's claims, the transformer's tables and the embedding analysis."""
+    read_table(res, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
+    read_table(res, "scale_gain", P.SCALE_GAIN, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
+    res.scale_claims = read_table(res, "scale_claims", P.SCALE_CLAIMS,
+                                  ["claim_id", "verdict", "value", "ci_low", "ci_high", "n", "evidence", "protocol"])
+    for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
+                           ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
+                           ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
+        read_table(res, key, rel, cols)
+    res.embedding_similarity = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
+                                          ["comparison", "spearman", "protocol"])
 
 
 # (result, heading, caption, columns shown: None = all; the full file is linked under each table)
