@@ -15,15 +15,14 @@ import pytest
 
 from support.report_results import IL_VARIANTS, TEMPLATE, WIDTHS, _provenance, add_wide_results, make_results
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
-from replicate.report.build import build
-from replicate.report import labels
 from replicate.errors import ReplicateError
 from replicate.report import experiments as X
-from replicate.report import effects as E
-from replicate.report.experiments import CLAIMS
-from replicate.report.sources import load
+from replicate.report.build import build
+from replicate.report.experiments import CLAIMS, load
 from replicate.report.render import to_html
-from replicate.report.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
+from replicate.reportkit import effects as E
+from replicate.reportkit import labels
+from replicate.reportkit.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
 
 SECTION_HEADINGS = ["Summary", "Press & Wolf 2017", "Inan et al. 2017", "The initial loss of tied transformers",
                     "Beyond the tables", "Compute", "Provenance"]
@@ -583,7 +582,7 @@ def test_protocol_differences_listed(tmp_path):
 
 
 def test_empty_cells_say_why():
-    from replicate.report.blocks import cell
+    from replicate.reportkit.blocks import cell
 
     assert cell(float("nan"), "valid_ours") == (f"*{NOT_RUN}*", "missing")
     assert cell(float("nan"), "valid_paper")[0] == NO_VALUE

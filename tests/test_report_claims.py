@@ -10,12 +10,12 @@ import pytest
 from replicate.inan import claims as INC
 from replicate.initial_loss import claims as ILC
 from replicate.press_wolf import claims as PWC
-from replicate.report import claims as C
-from replicate.report import effects as E
 from replicate.report import experiments as X
-from replicate.report import noise
-from replicate.report.format import NOT_RUN
-from replicate.report.sources import Results
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.sources import Results
 from replicate.scale import claims as SCC
 
 
@@ -928,6 +928,6 @@ def test_transformer_spike_claim_counts_the_selected_runs_only():
 
 
 def test_the_log_ratio_column_says_which_sign_is_worse():
-    from replicate.report import labels
+    from replicate.reportkit import labels
 
     assert labels.column("log_ratio_vs_untied") == "ln(untied / variant test ppl), < 0: variant worse"

@@ -11,13 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report import claims as C
 from replicate.report import experiments as X
-from replicate.report.experiments import CLAIMS
-from replicate.report.format import NOT_RUN
-from replicate.report.sources import load
+from replicate.report.experiments import CLAIMS, load
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
 
 
 def _judged(paper, ours, allowance=None, level=False, check=C.HOLDS) -> str:
@@ -277,7 +276,7 @@ def test_every_row_of_the_glossarys_names_is_a_label():
     """The report's labels are read from docs/glossary.md's table "Names in the report": each of its rows is one
     label (a row the pattern misses would leave its name unlabelled), and a label with a table's pipe in it
     reads unescaped."""
-    from replicate.report import labels
+    from replicate.reportkit import labels
 
     text = labels.GLOSSARY.read_text(encoding="utf-8")
     section = text[text.index("## Names in the report"):].split("\n## ")[0]

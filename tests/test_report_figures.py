@@ -81,7 +81,7 @@ def test_rebuild_from_the_bundle_rehashes_only_what_it_rebuilt(tmp_path, monkeyp
 def test_published_report_reads_without_raw_names():
     """The bundle's report names columns and values in words (the CSVs keep their names) and formats
     settings as written (tau 5, not 5.00)."""
-    from replicate.report import labels
+    from replicate.reportkit import labels
 
     md = (BUNDLE / "report" / "report.md").read_text(encoding="utf-8")
     body = md.split("## Provenance")[0]  # run configs quote the config files verbatim

@@ -8,9 +8,9 @@ from functools import partial
 import pandas as pd
 
 from replicate.inan.shape import beta_shape, tau_effect
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
                                      scope_note, with_effects)
 
 # Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press

@@ -5,12 +5,12 @@ from __future__ import annotations
 from replicate.inan.claims import INAN_SIZES, reading_has_shape
 from replicate.inan.shape import RAPID_FACTOR
 from replicate import paths as P
-from replicate.report import blocks as B
-from replicate.report import labels
-from replicate.report.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
+from replicate.reportkit import blocks as B
+from replicate.reportkit import labels
+from replicate.reportkit.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
                                        rel_cols, section_figures)
-from replicate.report.sources import Results, read_table
-from replicate.report.summary import Paper, answer
+from replicate.reportkit.sources import Results, read_table
+from replicate.reportkit.brief import Paper, answer
 
 
 def _not_run(res) -> str:

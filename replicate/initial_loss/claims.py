@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from replicate.report import labels
-from replicate.report.claims import Claim, Verdict, checked, not_run
+from replicate.reportkit import labels
+from replicate.reportkit.claims import Claim, Verdict, checked, not_run
 
 
 DEFAULT_TOLERANCES = {

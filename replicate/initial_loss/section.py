@@ -9,11 +9,11 @@ import pandas as pd
 
 from replicate.initial_loss.claims import DEFAULT_TOLERANCES, tolerance_nats
 from replicate import paths as P
-from replicate.report import blocks as B
-from replicate.report import labels
-from replicate.report.sections import Context, config_diff, missing, protocols_line, section_figures
-from replicate.report.sources import Results, read_table, relative
-from replicate.report.summary import answer
+from replicate.reportkit import blocks as B
+from replicate.reportkit import labels
+from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.reportkit.sources import Results, read_table, relative
+from replicate.reportkit.brief import answer
 
 ESSAY = ("**Initial loss and embedding share** (the essay's claims; closed-form and configuration checks, "
          "no training)")  # the brief's line on this section's claims

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from replicate.report import labels
-from replicate.report.claims import (Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
+from replicate.reportkit import labels
+from replicate.reportkit.claims import (Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
                                      split_effects, with_effects)
 # Seed noise of a claim's rows: the repeats at its own protocol (noise.Pool keys).
 PW_NOISE = ["press_wolf"]

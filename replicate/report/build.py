@@ -25,13 +25,12 @@ from pathlib import Path
 
 from replicate import provenance as prov
 from replicate.errors import ReplicateError
-from replicate.report import blocks as B
 from replicate.report import experiments
 from replicate.report.compute import section_compute, section_provenance
 from replicate.report.render import headings, to_html
-from replicate.report.sections import Context, other_figures
-from replicate.report.sources import load
 from replicate.report.summary import banner, claims_frame, glance, heading, plain, protocols, section_summary
+from replicate.reportkit import blocks as B
+from replicate.reportkit.sections import Context, other_figures
 
 CLAIMS_CSV = "claims.csv"  # beside report.md: one row per claim with its verdict (the README's block reads it)
 
@@ -43,7 +42,7 @@ _INLINE = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_.]+))?\s*\}\}")   # claim id
 
 def builders() -> dict:
     """The generated blocks by name: the summary, each experiment's section, and the closing sections."""
-    sections = {name: module.section for name, module in experiments.parts("section").items()}
+    sections = {name: module.section for name, module in experiments.SECTIONS.items()}
     return {"summary": section_summary, **sections, "other_figures": other_figures, "compute": section_compute,
             "provenance": section_provenance}
 
@@ -103,7 +102,7 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     template = Path(template)
     if not template.is_file():
         raise ReplicateError(f"report template {template} not found", "restore paper/report_template.md from git")
-    res = load(results_dir)
+    res = experiments.load(results_dir)
     verdicts = experiments.evaluate_all(res, tolerances)
     ctx = Context(res, verdicts, figures_dir, Path(captions_dir) if captions_dir else None, Path(out_md),
                   sections=sections, full_protocol=full_protocol, tolerances=tolerances)

@@ -1,24 +1,42 @@
-"""The experiments the report shows, in its order, each found by its name: ``replicate/<name>/claims.py`` (its
-claims, ``CLAIMS``, and the runs they rest on, ``RESTS_ON``) and ``replicate/<name>/section.py`` (its section,
-``section(ctx)``, filling the template's ``{{<name>}}``). Found by name, not imported by the kit: the
-experiments import the kit, so it stays below them."""
+"""The experiments the report shows, in its order: each one's claims (``replicate/<name>/claims.py``: ``CLAIMS``,
+and ``RESTS_ON``, the runs they rest on) and its section (``replicate/<name>/section.py``: ``read(res)``, the
+result files it reads, and ``section(ctx)``, filling the template's ``{{<name>}}``). The experiments build on
+the kit (``replicate.reportkit``); the report sits above both."""
 
 from __future__ import annotations
 
-import importlib
 import re
-from types import ModuleType
+from pathlib import Path
 
-NAMES = ("press_wolf", "inan", "initial_loss", "scale")
+from replicate.inan import claims as inan_claims
+from replicate.inan import section as inan_section
+from replicate.initial_loss import claims as initial_loss_claims
+from replicate.initial_loss import section as initial_loss_section
+from replicate.press_wolf import claims as press_wolf_claims
+from replicate.press_wolf import section as press_wolf_section
+from replicate.reportkit import noise
+from replicate.reportkit.sources import Results, load_benchmarks, load_provenance
+from replicate.scale import claims as scale_claims
+from replicate.scale import section as scale_section
+
+SECTIONS = {"press_wolf": press_wolf_section, "inan": inan_section, "initial_loss": initial_loss_section,
+            "scale": scale_section}
+CLAIMS = [claim for module in (press_wolf_claims, inan_claims, initial_loss_claims, scale_claims)
+          for claim in module.CLAIMS]
+RESTS_ON = {pattern: ids for module in (press_wolf_claims, inan_claims, initial_loss_claims, scale_claims)
+            for pattern, ids in module.RESTS_ON.items()}
 
 
-def parts(kind: str) -> dict[str, ModuleType]:
-    """{experiment: its ``replicate.<experiment>.<kind>`` module}, in the report's order."""
-    return {name: importlib.import_module(f"replicate.{name}.{kind}") for name in NAMES}
-
-
-CLAIMS = [claim for module in parts("claims").values() for claim in module.CLAIMS]
-RESTS_ON = {pattern: ids for module in parts("claims").values() for pattern, ids in module.RESTS_ON.items()}
+def load(root: str | Path = "results") -> Results:
+    """Every result the report reads: each experiment's (its section's ``read``), then the benchmark files, the
+    provenance blocks and the seed-noise pools."""
+    res = Results(root=Path(root))
+    for section in SECTIONS.values():
+        section.read(res)
+    res.benchmarks = load_benchmarks(res.root)
+    res.provenance = load_provenance(res.root)
+    res.pools = noise.scan(res.root)
+    return res
 
 
 def evaluate_all(results, tolerances: dict | None = None) -> list:

@@ -2,7 +2,7 @@
 
 - ``banner``: a smoke or mixed-protocol report says so before anything else (and shows no verdict colours);
 - ``glance``: the plain answer per paper, above the table of contents (every number from the result tables);
-- ``summary``: one row per claim with its one verdict (rule: ``replicate.report.effects``), why it is not a
+- ``summary``: one row per claim with its one verdict (rule: ``replicate.reportkit.effects``), why it is not a
   plain "reproduced", our effect with its 95 % interval beside the paper's, the seeds and dof behind the
   interval (and whether it is borrowed), then the seed-noise pools and the evidence;
 - ``answer``: one or two sentences opening a paper's section: what reproduces and what does not, by how much.
@@ -11,32 +11,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable
 
 import pandas as pd
 
-from replicate.report import blocks as B
-from replicate.report import claims as C
-from replicate.report import effects as E
 from replicate.report import experiments
-from replicate.report.format import NOT_RUN, fmt_hours, fmt_percent
+from replicate.reportkit import blocks as B
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit.brief import table_line
+from replicate.reportkit.format import NOT_RUN, fmt_hours, fmt_percent
 
 DIRTY = "uncommitted tree"      # the mark of a verdict resting on runs made from a tree with uncommitted changes
-
-
-@dataclass(frozen=True)
-class Paper:
-    """How a paper's experiment opens the report (``PAPER`` of its section module)."""
-    key: str                    # its claims' source starts with this ("Press & Wolf")
-    name: str                   # "Press & Wolf 2017"
-    arxiv: str                  # its arXiv id
-    table: str                  # the result table whose rows are held to the bar, its name in the paper, the bar
-    table_name: str
-    bar: float                  # a row reproduces when its valid and test ppl are this close to the paper's
-    headline: tuple[tuple[str, str], ...] = ()  # (claim id, what its first effect is) stated in the brief
-    baselines: tuple[str, str] | None = None    # (name, arXiv id) of the paper its baselines come from
-    not_run: Callable[[object], str] = lambda res: ""  # what the results lack of the paper's tables
 
 
 def arxiv(name: str, ident: str) -> str:
@@ -169,27 +154,6 @@ def section_summary(ctx) -> str:
 
 
 # ------------------------------------------------------------------------------ the first screen
-def table_line(res, paper: Paper) -> str:
-    """'Table 1: 2 of 4 rows within 5 % of the paper's valid and test perplexity; more than that: small +AL
-    (valid +7.6%, test +7.5%)' for a paper section's table ('' without one). Variant cells are no paper rows."""
-    bar, name = paper.bar, paper.table_name
-    frame = res.raw.get(paper.table)
-    cols = [c for c in (frame.columns if frame is not None else []) if c in ("valid_rel_diff", "test_rel_diff")]
-    part = frame.dropna(subset=cols, how="all") if cols else None
-    if part is not None and "cell" in part.columns:
-        part = part[~part["cell"].astype(str).str.contains("@")]
-    if part is None or part.empty:
-        return ""
-    far = []
-    for _, row in part.iterrows():
-        over = [f"{c.split('_')[0]} {fmt_percent(row[c])}" for c in cols if pd.notna(row[c]) and abs(row[c]) > bar]
-        if over:
-            far.append(f"{row['row'] if 'row' in row else row['size'] + ' ' + row['model']} ({', '.join(over)})")
-    within = len(part) - len(far)
-    return (f"{name}: {within} of {len(part)} rows within {bar:.0%} of the paper's valid and test perplexity"
-            + (f"; more than that: {'; '.join(far)}" if far else ""))
-
-
 def _effect_of(verdicts, claim_id: str) -> str:
     """'3.47 ± 1.31 ppl against the paper's 3.2 ppl: reproduced': a claim's first effect, by the rule on its own."""
     v = next((v for c, v in verdicts if c.id == claim_id), None)
@@ -199,29 +163,11 @@ def _effect_of(verdicts, claim_id: str) -> str:
     return f"{_ours(e)} against the paper's {E.fmt_effect(e.paper, e.unit)}: {E.judge_one(e)[0]}"
 
 
-def _claim_phrase(claim, v) -> str:
-    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's, or
-    (a claim judged by its own test) its evidence."""
-    detail = v.why or ("; ".join(E.describe(e) for e in v.effects[:1]) if v.effects else v.evidence)
-    return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
-
-
-def answer(ctx, section: str, paper: Paper | None = None) -> str:
-    """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
-    verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
-    parts = [table_line(ctx.results, paper)] if paper else []
-    for status in E.VERDICTS[:-1]:  # all but "not run"
-        named = [_claim_phrase(c, v) for c, v in verdicts if v.verdict == status]
-        parts.append(f"**{status[0].upper() + status[1:]}**: " + "; ".join(named) if named else "")
-    parts = [p for p in parts if p]
-    return "**In brief.** " + ". ".join(p[0].upper() + p[1:] for p in parts) + "." if parts else ""
-
-
 def glance(ctx) -> str:
     """A few lines: per paper, how its table came out, its headline effects with their intervals beside the
     paper's, how many claims got each verdict, and what was not run; the essay's claims in two lines (its
     closed-form checks apart from the scale study's trained runs)."""
-    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.parts("section")
+    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.SECTIONS
     papers = [m.PAPER for m in sections.values() if hasattr(m, "PAPER")]
     lines = []
     for paper in papers:

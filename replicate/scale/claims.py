@@ -7,10 +7,10 @@ from typing import Callable
 
 import pandas as pd
 
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report.format import NOT_RUN
-from replicate.report.claims import (STATUSES, Claim, Verdict, checked, n_seeds, not_run, num, row_of,
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.claims import (STATUSES, Claim, Verdict, checked, n_seeds, not_run, num, row_of,
                                      with_effects)
 
 

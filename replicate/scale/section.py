@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 
 from replicate import paths as P
-from replicate.report import blocks as B
-from replicate.report import labels
-from replicate.report.sections import Context, config_diff, missing, protocols_line, section_figures
-from replicate.report.sources import Results, read_table
-from replicate.report.summary import answer
+from replicate.reportkit import blocks as B
+from replicate.reportkit import labels
+from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.reportkit.sources import Results, read_table
+from replicate.reportkit.brief import answer
 
 ESSAY = "**The scale study** (the essay's claims; trained runs)"  # the brief's line on this section's claims
 FIGURES = ([], ["scale"])  # explicit stems, then prefixes

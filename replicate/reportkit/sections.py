@@ -2,7 +2,7 @@
 the protocol line, the configuration's changes, ours beside the paper's, a result not run).
 
 Each experiment's section is ``section(ctx)`` in ``replicate/<experiment>/section.py``. Every number comes from
-a result file (``replicate.report.sources``); a result the configuration did not produce reads "not run in this
+a result file (``replicate.reportkit.sources``); a result the configuration did not produce reads "not run in this
 protocol". Tables show values common to all rows once above them and link the full result file under them.
 """
 
@@ -16,10 +16,9 @@ from typing import Sequence
 
 import pandas as pd
 
-from replicate.report import blocks as B
-from replicate.report.compute import flatten
-from replicate.report.format import NOT_RUN
-from replicate.report.sources import Results
+from replicate.reportkit import blocks as B
+from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.sources import Results
 
 CAPTIONS = {
     "report_press_wolf_learning_curves":
@@ -83,6 +82,20 @@ def section_figures(ctx: Context, what: str, explicit: Sequence[str] = (), prefi
     chosen = [s for s in explicit if s in stems]
     chosen += [s for s in stems if any(s.startswith(p) for p in prefixes) and s not in chosen]
     return B.join(figures(ctx, chosen)) or missing(what)
+
+
+def _joined(value):
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
+
+
+def flatten(obj, leaf=_joined, prefix: str = "") -> dict:
+    """Nested JSON -> {"a.b[0].c": leaf(value)}; a list of scalars is one leaf (by default comma-separated)."""
+    if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj)):
+        out = {}
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+            out |= flatten(v, leaf, f"{prefix}[{k}]" if isinstance(obj, list) else f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return {prefix: leaf(obj)}
 
 
 def config_diff(ctx: Context, section: str) -> str:

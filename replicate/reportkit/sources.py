@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 from replicate.errors import ReplicateError
-from replicate.report import experiments, noise
 
 BENCHMARK_GLOB = "benchmarks/**/*.tsv"
 
@@ -54,7 +53,7 @@ def _need(frame: pd.DataFrame, cols, path: Path) -> None:
     if missing:
         raise ReplicateError(f"{path} lacks the column(s) {missing} the report reads "
                              f"(it has {list(frame.columns)})",
-                             "rebuild it with the current pipeline, or update replicate/report/sources.py "
+                             "rebuild it with the current pipeline, or update replicate/reportkit/sources.py "
                              "if the format changed on purpose")
 
 
@@ -82,18 +81,6 @@ def read_table(res: "Results", key: str, rel: str, cols, **read_kw) -> pd.DataFr
     _need(frame, cols, path)
     res.raw[key], res.paths[key] = frame, relative(res.root, path)
     return frame
-
-
-def load(root: str | Path = "results") -> Results:
-    """Every result the report reads: each experiment's (its section module's ``read``), then the benchmark
-    files, the provenance blocks and the seed-noise pools."""
-    res = Results(root=Path(root))
-    for section in experiments.parts("section").values():
-        section.read(res)
-    res.benchmarks = load_benchmarks(res.root)
-    res.provenance = load_provenance(res.root)
-    res.pools = noise.scan(res.root)
-    return res
 
 
 def load_benchmarks(root: Path) -> pd.DataFrame | None:

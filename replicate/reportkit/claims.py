@@ -2,11 +2,11 @@
 
 Each experiment states its claims in ``replicate/<experiment>/claims.py`` (``CLAIMS``, and ``RESTS_ON``: the
 runs they rest on); ``replicate.report.experiments`` gathers them. A check reads the frames of
-``replicate.report.sources.Results`` (``None`` when the pipeline did not produce a table in this protocol) and
+``replicate.reportkit.sources.Results`` (``None`` when the pipeline did not produce a table in this protocol) and
 returns a ``Verdict``: the claim's own check (``status``: ``holds`` / ``does not hold`` from our numbers, or
 ``not run in this protocol`` when a table or a row it needs is missing) and the ``effects`` it is about
-(``replicate.report.effects``: the paper's size beside ours, with the seeds behind ours and a seed-noise
-allowance from ``replicate.report.noise``). The one verdict the report shows, ``Verdict.verdict``, follows
+(``replicate.reportkit.effects``: the paper's size beside ours, with the seeds behind ours and a seed-noise
+allowance from ``replicate.reportkit.noise``). The one verdict the report shows, ``Verdict.verdict``, follows
 from both by the fixed rule of effects.py. A level (a value to reach: section 6.2's distance at β = 1) is a
 claim of its own, judged against the paper's value; a shape claim (falls, rapidly) is judged on its shape
 alone, so that one miss is not counted twice.
@@ -20,9 +20,9 @@ from typing import Callable
 
 import pandas as pd
 
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report.format import NOT_RUN
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
 
 HOLDS, FAILS, INCONCLUSIVE, STATUSES, VERDICTS = E.HOLDS, E.FAILS, E.INCONCLUSIVE, E.STATUSES, E.VERDICTS
 
