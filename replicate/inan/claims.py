@@ -11,7 +11,7 @@ from replicate.inan.shape import beta_shape, tau_effect
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
 from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
-                                     scope_note, with_effects)
+                                        scope_note, with_effects)
 
 # Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press
 # & Wolf's cells at their own settings (converged small PTB LSTMs on the same engine), and say so.

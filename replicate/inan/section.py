@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from replicate import paths as P
 from replicate.inan.claims import INAN_SIZES, reading_has_shape
 from replicate.inan.shape import RAPID_FACTOR
-from replicate import paths as P
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
-                                       rel_cols, section_figures)
-from replicate.reportkit.sources import Results, read_table
 from replicate.reportkit.brief import Paper, answer
+from replicate.reportkit.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
+                                          rel_cols, section_figures)
+from replicate.reportkit.sources import Results, read_table
 
 
 def _not_run(res) -> str:

@@ -6,7 +6,7 @@ from functools import partial
 
 from replicate.reportkit import labels
 from replicate.reportkit.claims import (Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
-                                     split_effects, with_effects)
+                                        split_effects, with_effects)
 # Seed noise of a claim's rows: the repeats at its own protocol (noise.Pool keys).
 PW_NOISE = ["press_wolf"]
 

@@ -9,10 +9,10 @@ import pandas as pd
 from replicate import paths as P
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line,
-                                       rel_cols, section_figures)
-from replicate.reportkit.sources import Results, read_table
 from replicate.reportkit.brief import Paper, answer
+from replicate.reportkit.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line,
+                                          rel_cols, section_figures)
+from replicate.reportkit.sources import Results, read_table
 
 PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
               bar=0.03, headline=(("pw_small_tying", "Tying's gain, small model, valid ppl"),),

@@ -7,9 +7,9 @@ import pandas as pd
 from replicate import paths as P
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
+from replicate.reportkit.brief import answer
 from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
 from replicate.reportkit.sources import Results, read_table
-from replicate.reportkit.brief import answer
 
 ESSAY = "**The scale study** (the essay's claims; trained runs)"  # the brief's line on this section's claims
 FIGURES = ([], ["scale"])  # explicit stems, then prefixes
