@@ -15,15 +15,14 @@ import pytest
 
 from support.report_results import IL_VARIANTS, TEMPLATE, WIDTHS, _provenance, add_wide_results, make_results
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
-from replicate.report.build import build
-from replicate.report import labels
 from replicate.errors import ReplicateError
-from replicate.report import claims as C
-from replicate.report import effects as E
-from replicate.report.claims import CLAIMS
-from replicate.report.sources import load
+from replicate.report import experiments as X
+from replicate.report.build import build
+from replicate.report.experiments import CLAIMS, load
 from replicate.report.render import to_html
-from replicate.report.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
+from replicate.reportkit import effects as E
+from replicate.reportkit import labels
+from replicate.reportkit.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
 
 SECTION_HEADINGS = ["Summary", "Press & Wolf 2017", "Inan et al. 2017", "The initial loss of tied transformers",
                     "Beyond the tables", "Compute", "Provenance"]
@@ -543,11 +542,11 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     md = (tmp_path / "r.md").read_text()
     # claim ids with a dot (_drop0.3) are filled like the others (they were printed as {{verdict:...}})
     assert "{{" not in md and "at dropout 0.3: **inconclusive**" in md and "at dropout 0.3: **does not hold**" in md
-    v = {c.id: v.status for c, v in C.evaluate_all(load(res))}  # each claim's own check on the owners' formats
+    v = {c.id: v.status for c, v in X.evaluate_all(load(res))}  # each claim's own check on the owners' formats
     assert v["inan_al_small"] == "holds" and v["inan_real_best"] == "holds" and v["inan_subspace"] == "holds"
     assert v["emb_tied_output"] == "holds"
     assert {k: v[k] for k in verdicts} == verdicts  # the scale study's own verdicts, one per claim and level
-    evidence = {c.id: v.evidence for c, v in C.evaluate_all(load(res))}
+    evidence = {c.id: v.evidence for c, v in X.evaluate_all(load(res))}
     assert evidence["scale_model_share_drop0.3"] == "slope 3, 95 % t interval [3, 4]"
     doc = parse((tmp_path / "r.html").read_text())
     assert v["inan_subspace_tau"] == "holds"  # the claims read the per-point means, not the per-seed runs
@@ -583,7 +582,7 @@ def test_protocol_differences_listed(tmp_path):
 
 
 def test_empty_cells_say_why():
-    from replicate.report.blocks import cell
+    from replicate.reportkit.blocks import cell
 
     assert cell(float("nan"), "valid_ours") == (f"*{NOT_RUN}*", "missing")
     assert cell(float("nan"), "valid_paper")[0] == NO_VALUE
@@ -678,13 +677,36 @@ BUNDLE = REPO_ROOT / "paper" / "measured"
 @pytest.fixture(scope="module")
 def bundle_report(tmp_path_factory) -> dict:
     """The published bundle's report as the current code and template build it, into a copy of the bundle."""
+
+    import contextlib
     import shutil
 
-    copy = tmp_path_factory.mktemp("bundle") / "measured"
+    from replicate.publish.bundle import build_report
+
+    base = tmp_path_factory.mktemp("bundle")
+    copy = base / "paper" / "measured"
     shutil.copytree(BUNDLE, copy, ignore=shutil.ignore_patterns("report"))
-    build(copy, TEMPLATE, copy / "report/report.md", copy / "report/index.html", captions_dir=REPO_ROOT / "workflow/report")
+    with contextlib.chdir(base):  # as `publish --rebuild` builds it: results folder paper/measured
+        build_report(Path("paper/measured"))
     return {"md": (copy / "report/report.md").read_text(), "html": (copy / "report/index.html").read_text(),
-            "verdicts": {c.id: v for c, v in C.evaluate_all(load(copy))}}
+            "verdicts": {c.id: v for c, v in X.evaluate_all(load(copy))}}
+
+
+BUILT = re.compile(r"Built [^;]*;")  # the one line that names when and from what it was built
+
+
+@pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
+@pytest.mark.parametrize("name", ["report.md", "index.html"])
+def test_published_report_is_what_the_current_code_builds(bundle_report, name):
+    """The bundle's report/ equals a fresh build from the bundle, byte for byte but for the 'Built' line: a
+    change to the report code or template that changes the report fails here until the bundle is rebuilt
+    (`python -m replicate publish --rebuild`), so no change to the rendered report goes unnoticed."""
+    import difflib
+
+    fresh = BUILT.sub("Built", bundle_report["md" if name == "report.md" else "html"])
+    kept = BUILT.sub("Built", (BUNDLE / "report" / name).read_text())
+    diff = list(difflib.unified_diff(kept.splitlines(), fresh.splitlines(), "published", "fresh", lineterm="", n=1))
+    assert not diff, "\n".join(line[:300] for line in diff[:60])
 
 
 @pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")

@@ -7,11 +7,16 @@ import math
 import pandas as pd
 import pytest
 
-from replicate.report import claims as C
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report.format import NOT_RUN
-from replicate.report.sources import Results
+from replicate.inan import claims as INC
+from replicate.initial_loss import claims as ILC
+from replicate.press_wolf import claims as PWC
+from replicate.report import experiments as X
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.sources import Results
+from replicate.scale import claims as SCC
 
 
 def pw6(small, wt, pr, wtpr):
@@ -31,7 +36,7 @@ def pw5(large, wt, bd, bdwt):
 
 
 def verdict(claim_id, results, tol=None):
-    return next(c for c in C.CLAIMS if c.id == claim_id).evaluate(results, tol)
+    return next(c for c in X.CLAIMS if c.id == claim_id).evaluate(results, tol)
 
 
 def status(claim_id, results, tol=None):
@@ -39,15 +44,15 @@ def status(claim_id, results, tol=None):
 
 
 def test_every_claim_not_run_on_empty_results():
-    for claim, verdict in C.evaluate_all(Results()):
+    for claim, verdict in X.evaluate_all(Results()):
         assert verdict.status == NOT_RUN, claim.id
         assert verdict.evidence
 
 
 def test_claim_ids_unique_and_in_template(repo_root):
-    ids = [c.id for c in C.CLAIMS]
+    ids = [c.id for c in X.CLAIMS]
     assert len(ids) == len(set(ids))
-    rests_on = [i for claims in C.RESTS_ON.values() for i in claims]
+    rests_on = [i for claims in X.RESTS_ON.values() for i in claims]
     assert sorted(rests_on) == sorted(ids), "every claim names the runs it rests on, once"
     template = (repo_root / "paper/report_template.md").read_text()
     for cid in ids:
@@ -299,7 +304,7 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
 def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
     """The lead's format (metric column, rapid_in_beta) and the older one (neither) both read; the row
     names the reading and metric, and counts the readings with the paper's shape from their own columns."""
-    from replicate.report.claims import CLAIMS
+    from replicate.report.experiments import CLAIMS
 
     points = [(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)]
     fig = pd.DataFrame([dict(panel="a", tau=10, beta=b, distance=d, distance_mean=d, n_seeds=2, distance_std=0.01,
@@ -355,19 +360,19 @@ def test_each_condition_of_an_inan_check_counts(claim_id, model, col, value):
 
 def test_real_best_tie_bound_is_inclusive():
     t = inan({"small": PAPER_INAN["small"]})
-    t.loc[t["model"] == "+REAL", "valid_ppl"] = 86.3 + C.REAL_TIE_PPL  # exactly at the tie bound: still best
+    t.loc[t["model"] == "+REAL", "valid_ppl"] = 86.3 + INC.REAL_TIE_PPL  # exactly at the tie bound: still best
     assert status("inan_real_best", Results(inan_table1=t)) == C.HOLDS
 
 
 def test_tolerance_of_an_initial_loss_point_by_its_reference():
     """Relative tolerances scale with the reference (5 % of 80 nats = 4), the rescale one is absolute (0.1
     nats), and an unknown reference kind falls back to the closed form's relative tolerance."""
-    tol = C.DEFAULT_TOLERANCES
-    assert C.tolerance_nats("theory", 80.0, tol) == pytest.approx(4.0)
-    assert C.tolerance_nats("theory_rescaled", 80.0, tol) == 0.1
-    assert C.tolerance_nats("log_n", 10.0, tol) == pytest.approx(1.0)
-    assert C.tolerance_nats("something else", 10.0, tol) == pytest.approx(0.5)
-    assert C.tolerance_nats("log_n", 10.0, {**tol, "above_log_n_rel": 0.2}) == pytest.approx(2.0)
+    tol = ILC.DEFAULT_TOLERANCES
+    assert ILC.tolerance_nats("theory", 80.0, tol) == pytest.approx(4.0)
+    assert ILC.tolerance_nats("theory_rescaled", 80.0, tol) == 0.1
+    assert ILC.tolerance_nats("log_n", 10.0, tol) == pytest.approx(1.0)
+    assert ILC.tolerance_nats("something else", 10.0, tol) == pytest.approx(0.5)
+    assert ILC.tolerance_nats("log_n", 10.0, {**tol, "above_log_n_rel": 0.2}) == pytest.approx(2.0)
 
 
 def _reading(**cols) -> pd.Series:
@@ -382,8 +387,8 @@ SHAPED = {"beta0": 0.9, "beta0.5": 0.3, "beta1": 0.25, "tau1_beta1": 0.3, "tau10
 def test_reading_shape_from_its_flags(flags, shaped):
     """A row with the readings table's flags is judged by them alone (True, or the words as a CSV gives them)."""
     row = _reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1], **SHAPED)
-    assert C.reading_has_shape(row) is shaped
-    assert C.reading_has_shape(_reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1])) is shaped  # flags alone
+    assert INC.reading_has_shape(row) is shaped
+    assert INC.reading_has_shape(_reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1])) is shaped  # flags alone
 
 
 @pytest.mark.parametrize("change,shaped", [
@@ -399,7 +404,7 @@ def test_reading_shape_from_its_flags(flags, shaped):
 ])
 def test_reading_shape_from_its_curves(change, shaped):
     """An older readings table without flags: rapid in beta and lower at larger tau, from its columns."""
-    assert C.reading_has_shape(_reading(**{**SHAPED, **change})) is shaped
+    assert INC.reading_has_shape(_reading(**{**SHAPED, **change})) is shaped
 
 
 def test_dirty_runs_are_the_runs_a_claim_rests_on_made_from_a_changed_tree():
@@ -414,10 +419,10 @@ def test_dirty_runs_are_the_runs_a_claim_rests_on_made_from_a_changed_tree():
         run("press_wolf/large/seed1/metrics.json", True),
         run("inan/table1/ptb/small_vd/metrics.json", True),
     ])
-    assert C.dirty_runs(res, "pw_small_tying") == ["press_wolf/small/seed1/metrics.json"]
-    assert C.dirty_runs(res, "pw_large_tying") == ["press_wolf/large/seed1/metrics.json"]
-    assert C.dirty_runs(res, "inan_al_vd") == ["inan/table1/ptb/small_vd/metrics.json"]
-    assert C.dirty_runs(res, "il_theory") == [] and C.dirty_runs(res, "no such claim") == []
+    assert X.dirty_runs(res, "pw_small_tying") == ["press_wolf/small/seed1/metrics.json"]
+    assert X.dirty_runs(res, "pw_large_tying") == ["press_wolf/large/seed1/metrics.json"]
+    assert X.dirty_runs(res, "inan_al_vd") == ["inan/table1/ptb/small_vd/metrics.json"]
+    assert X.dirty_runs(res, "il_theory") == [] and X.dirty_runs(res, "no such claim") == []
 
 
 def test_embedding_share_trend_is_spearman_and_strict():
@@ -450,17 +455,17 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     """Three tied seeds with (output - input) differences 0.1, 0.2, 0.3: sd 0.1, t(2) = 4.3027, half-width
     4.3027 * 0.1 / sqrt(3) = 0.2484; the dof are the tied seeds', not the pairs' (6 pairs here)."""
     e = _similarity({(1, 1): 0.1, (2, 2): 0.2, (3, 3): 0.3})
-    allow, how, flag, dof = C._similarity_allowance(e)
+    allow, how, flag, dof = SCC._similarity_allowance(e)
     assert allow == pytest.approx(4.302652729911275 * 0.1 / math.sqrt(3))
     assert how == "95 % t interval over 3 seed pairs of 3 tied runs (2 dof, t = 4.3)" and flag == "" and dof == 2
     six = _similarity({(1, 1): 0.1, (1, 2): 0.1, (2, 2): 0.2, (2, 3): 0.2, (3, 3): 0.3, (3, 1): 0.3})
-    assert C._similarity_allowance(six)[0] == pytest.approx(4.302652729911275 * float(pd.Series(
+    assert SCC._similarity_allowance(six)[0] == pytest.approx(4.302652729911275 * float(pd.Series(
         [0.1, 0.1, 0.2, 0.2, 0.3, 0.3]).std()) / math.sqrt(3))
-    two = C._similarity_allowance(_similarity({(1, 1): 0.1, (2, 2): 0.3}))
+    two = SCC._similarity_allowance(_similarity({(1, 1): 0.1, (2, 2): 0.3}))
     assert two[0] == pytest.approx(12.706204736174698 * float(pd.Series([0.1, 0.3]).std()) / math.sqrt(2))
     assert two[2] == "one pair"
-    assert C._similarity_allowance(_similarity({(1, 1): 0.1, (1, 2): 0.3})) == (None, "one seed of the tied model", "", None)
-    assert C._similarity_allowance(e.drop(columns=["seed_b"])) == (None, "seed pairs not recorded", "", None)
+    assert SCC._similarity_allowance(_similarity({(1, 1): 0.1, (1, 2): 0.3})) == (None, "one seed of the tied model", "", None)
+    assert SCC._similarity_allowance(e.drop(columns=["seed_b"])) == (None, "seed pairs not recorded", "", None)
     v = verdict("emb_tied_output", Results(embedding_similarity=e))
     (effect,) = v.effects
     assert effect.ours == pytest.approx(0.2) and effect.allowance == pytest.approx(allow)
@@ -478,28 +483,28 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
 
 def test_evaluate_all_passes_the_tolerances_on():
     r = Results(initial_loss=il_frame(tied_zero_gap=0.6))
-    by_id = {c.id: v.status for c, v in C.evaluate_all(r, {"theory_rel": 0.1})}
+    by_id = {c.id: v.status for c, v in X.evaluate_all(r, {"theory_rel": 0.1})}
     assert by_id["il_theory"] == C.HOLDS
-    assert {c.id: v.status for c, v in C.evaluate_all(r)}["il_theory"] == C.FAILS
+    assert {c.id: v.status for c, v in X.evaluate_all(r)}["il_theory"] == C.FAILS
 
 
 def test_spread_allowance_is_the_t_interval_of_a_difference_from_each_points_own_seeds():
     """Section 6.2 points with several seeds: half-width t(0.975, n_lo + n_hi - 2) * sqrt(s_lo²/n_lo + s_hi²/n_hi);
     t(0.975, 6) = 2.446912 (a table value)."""
     f = pd.DataFrame({"distance_std": [0.02, 0.04], "n_seeds": [3, 5]})
-    allow, how = C._spread_allowance(f, f.iloc[0], f.iloc[1])
+    allow, how = INC._spread_allowance(f, f.iloc[0], f.iloc[1])
     assert allow == pytest.approx(2.446912 * math.sqrt(0.02 ** 2 / 3 + 0.04 ** 2 / 5), rel=1e-6)
     assert how == "95 % t interval of the difference from the points' own 3 seeds"
-    swapped = C._spread_allowance(f, f.iloc[1], f.iloc[0])
+    swapped = INC._spread_allowance(f, f.iloc[1], f.iloc[0])
     assert swapped[0] == pytest.approx(allow) and "own 5 seeds" in swapped[1]
     one = f.assign(n_seeds=[1, 5])
-    assert C._spread_allowance(one, one.iloc[0], one.iloc[1]) == (None, "one seed per point")
-    assert C._spread_allowance(one, one.iloc[1], one.iloc[0]) == (None, "one seed per point")
+    assert INC._spread_allowance(one, one.iloc[0], one.iloc[1]) == (None, "one seed per point")
+    assert INC._spread_allowance(one, one.iloc[1], one.iloc[0]) == (None, "one seed per point")
     two = f.assign(n_seeds=[2, 2])  # the smallest case that has an interval: 2 dof, t = 4.302653
-    assert C._spread_allowance(two, two.iloc[0], two.iloc[1])[0] == pytest.approx(
+    assert INC._spread_allowance(two, two.iloc[0], two.iloc[1])[0] == pytest.approx(
         4.302653 * math.sqrt(0.02 ** 2 / 2 + 0.04 ** 2 / 2), rel=1e-6)
     no_std = f.drop(columns="distance_std")
-    assert C._spread_allowance(no_std, f.iloc[0], f.iloc[1]) == (None, "one seed per point")
+    assert INC._spread_allowance(no_std, f.iloc[0], f.iloc[1]) == (None, "one seed per point")
 
 
 def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_the_papers():
@@ -529,7 +534,7 @@ def test_figure1_claims_name_their_numbers_and_effects():
     b = [dict(panel="b", tau=t, beta=1.0, seed=1, distance=d, n_seeds=3, distance_std=sd, protocol="reduced")
          for t, d, sd in ((20, 0.05, 0.03), (2, 0.35, 0.01))]
     res = Results(inan_figure1=pd.DataFrame(a + b))
-    claim = {c.id: c for c in C.CLAIMS}
+    claim = {c.id: c for c in X.CLAIMS}
     v = claim["inan_subspace"].evaluate(res)
     assert v.status == C.HOLDS
     assert v.evidence.startswith("mean distance 0.900 at β = 0 → 0.100 at β = 1; Spearman ρ(β, distance) = -1.00 "
@@ -559,15 +564,15 @@ def test_initial_loss_rows_are_uniform_tokens_without_a_mixer_when_there_are_suc
             dict(name="normal", token_dist="uniform", branches="normal", tied=True, rescale=False, mixer=None),
             dict(name="rescaled", token_dist="uniform", branches="zero", tied=True, rescale=True, mixer=None)]
     f = pd.DataFrame(rows)
-    got = C._il(Results(initial_loss=f), branches="zero", tied=True, rescale=False)
+    got = ILC._il(Results(initial_loss=f), branches="zero", tied=True, rescale=False)
     assert list(got["name"]) == ["kept", "none"]
     only_zipf = f[f["token_dist"] == "zipf"]
-    assert list(C._il(Results(initial_loss=only_zipf), branches="zero")["name"]) == ["zipf"]
-    assert list(C._il(Results(initial_loss=f.drop(columns="mixer")), branches="zero", rescale=True)["name"]) == [
+    assert list(ILC._il(Results(initial_loss=only_zipf), branches="zero")["name"]) == ["zipf"]
+    assert list(ILC._il(Results(initial_loss=f.drop(columns="mixer")), branches="zero", rescale=True)["name"]) == [
         "rescaled"]
-    assert C._il(Results(initial_loss=f), width=64) is None           # a column the table lacks
-    assert C._il(Results(initial_loss=f), branches="none") is None    # no row left
-    assert C._il(Results(), branches="zero") is None
+    assert ILC._il(Results(initial_loss=f), width=64) is None           # a column the table lacks
+    assert ILC._il(Results(initial_loss=f), branches="none") is None    # no row left
+    assert ILC._il(Results(), branches="zero") is None
 
 
 @pytest.mark.parametrize("claim_id, after, ours, paper, what, arrow", [
@@ -591,7 +596,7 @@ def test_table6_train_claims_name_the_change_in_the_claimed_direction(claim_id, 
 def test_inan_comparisons_name_their_numbers_effects_and_sizes():
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 86.0},
               "medium": {"+AL": 80.0, "+RE": 78.0, "+REAL": 77.5}})
-    claim = {c.id: c for c in C.CLAIMS}
+    claim = {c.id: c for c in X.CLAIMS}
     v = claim["inan_al_small"].evaluate(Results(inan_table1=t))
     assert (v.status, v.evidence) == (C.HOLDS, "small valid: +AL 86.30 vs +RE 89.90")
     assert [(e.what, e.seeds) for e in v.effects] == [("small valid ppl, +RE − +AL", (1, 1))]
@@ -618,7 +623,7 @@ def test_inan_comparisons_name_their_numbers_effects_and_sizes():
 def test_initial_loss_claims_name_their_numbers():
     """il_frame: the zero-branch tied loss 0.02 nats above the closed form (10.37 at d = 128), the rescaled one
     0.005 above log n, the standard init 0.1 (tied) and 0.15 (untied) above log n = 10.37, i.e. 1.0 % and 1.4 %."""
-    by_id = {c.id: v for c, v in C.evaluate_all(Results(initial_loss=il_frame()))}
+    by_id = {c.id: v for c, v in X.evaluate_all(Results(initial_loss=il_frame()))}
     assert by_id["il_theory"].evidence == (
         "largest miss 0.020 nats = 0.2% of log(e^(dσ)+n−1) = 10.37 (d = 128, σ = 0.02) over 3 points with "
         "d ≥ 128; tolerance 5% of the closed form")
@@ -636,11 +641,11 @@ def test_initial_loss_claims_name_their_numbers():
 # ------------------------------------------------------------- lookups, effects and scopes, by known answers
 def test_lookups_read_a_missing_table_column_row_or_number_as_none():
     f = pd.DataFrame({"model": ["a"], "valid_ppl": [math.nan], "n_seeds": [3]})
-    assert C._row(None, "model", "a") is None and C._row(f.drop(columns="model"), "model", "a") is None
-    assert C._row(f, "model", "b") is None
-    row = C._row(f, "model", "a")
-    assert C._num(row, "valid_ppl") is None and C._num(None, "valid_ppl") is None  # NaN reads as no number
-    assert C._num(row, "n_seeds") == 3.0 and C._n(row) == 3 and C._n(None) == 1
+    assert C.row_of(None, "model", "a") is None and C.row_of(f.drop(columns="model"), "model", "a") is None
+    assert C.row_of(f, "model", "b") is None
+    row = C.row_of(f, "model", "a")
+    assert C.num(row, "valid_ppl") is None and C.num(None, "valid_ppl") is None  # NaN reads as no number
+    assert C.num(row, "n_seeds") == 3.0 and C.n_seeds(row) == 3 and C.n_seeds(None) == 1
 
 
 def _press_wolf_pool(valid: tuple[float, float], test: tuple[float, float]) -> dict:
@@ -654,7 +659,7 @@ def test_an_effect_uses_its_own_splits_noise_its_rows_seeds_and_the_papers_colum
     small row has 3 seeds, small + WT two: allowance = t · sd · level · sqrt(1/3 + 1/2)."""
     t = PAPER_LIKE_6.assign(n_seeds=[3, 2, 1, 1], paper_valid_ppl=[121.0, 118.0, None, None])
     r = Results(pw_table6=t, pools=_press_wolf_pool((100.0, 102.0), (100.0, 110.0)))
-    valid, test = C._both(r, t, "small", "small_wt", "x", C.PW_NOISE)
+    valid, test = C.split_effects(r, t, "small", "small_wt", "x", PWC.PW_NOISE)
     t1 = 12.706204736174698
     assert (valid.what, test.what, valid.seeds, test.flag) == ("valid ppl, x", "test ppl, x", (3, 2), "one pair")
     assert valid.ours == pytest.approx(120.7 - 117.5) and test.ours == pytest.approx(114.5 - 112.4)
@@ -662,15 +667,15 @@ def test_an_effect_uses_its_own_splits_noise_its_rows_seeds_and_the_papers_colum
     assert test.allowance == pytest.approx(t1 * math.sqrt(2) * 5 / 105 * (114.5 + 112.4) / 2 * math.sqrt(5 / 6))
     assert valid.paper == pytest.approx(3.0) and test.paper is None  # the paper's test numbers are not in the table
     one_paper = t.assign(paper_valid_ppl=[121.0, None, None, None])
-    assert C._diff(r, one_paper, "small", "small_wt", "x", C.PW_NOISE).paper is None
+    assert C.pair_effect(r, one_paper, "small", "small_wt", "x", PWC.PW_NOISE).paper is None
     no_number = t.assign(valid_ppl=[120.7, math.nan, 116.0, 104.9])
-    assert C._diff(r, no_number, "small", "small_wt", "x", C.PW_NOISE) is None
+    assert C.pair_effect(r, no_number, "small", "small_wt", "x", PWC.PW_NOISE) is None
 
 
 def test_scope_is_empty_when_every_claimed_part_ran():
-    assert C._scope(["medium", "large"], ("medium", "large"), "sizes") == ""
-    assert C._scope(["large", "medium", "small"], ("medium", "large"), "sizes") == ""
-    assert C._scope([], ("small",), "sizes") == "ran none only of the claimed sizes small"
+    assert C.scope_note(["medium", "large"], ("medium", "large"), "sizes") == ""
+    assert C.scope_note(["large", "medium", "small"], ("medium", "large"), "sizes") == ""
+    assert C.scope_note([], ("small",), "sizes") == "ran none only of the claimed sizes small"
     v = verdict("pw_small_tying", Results(pw_table6=PAPER_LIKE_6))
     assert v.scope == ""
 
@@ -718,7 +723,7 @@ def test_a_claim_not_run_says_what_it_needs(claim_id, reason):
 
 
 def test_a_claim_not_run_on_a_partial_table_says_what_is_missing():
-    claim = {c.id: c for c in C.CLAIMS}
+    claim = {c.id: c for c in X.CLAIMS}
     only_real = inan({"small": {"+REAL": 86.0}})
     assert claim["inan_real_best"].evaluate(Results(inan_table1=only_real)).evidence == (
         "no size with +REAL and another row in Table 1 (PTB)")
@@ -803,7 +808,7 @@ def test_figure1_claims_name_their_basis_level_and_readings():
     a = fig1([(0.0, 0.9), (0.5, 0.3), (1.0, 0.1)])
     a["reading"] = ["r1"] * 3 + ["r2"] * 3
     a["metric"] = ["m1"] * 3 + ["m2"] * 3
-    claim = {c.id: c for c in C.CLAIMS}
+    claim = {c.id: c for c in X.CLAIMS}
     v = claim["inan_subspace_rapid"].evaluate(Results(inan_figure1=a))
     assert v.evidence.endswith("; reading r1, r2; metric: m1, m2") and v.scope == "" and v.effects == []
     level = claim["inan_subspace_level"].evaluate(Results(inan_figure1=a))
@@ -878,7 +883,7 @@ def test_similarity_effect_is_the_spread_of_the_paired_difference_and_counts_onl
         rows += [dict(comparison="tied_vs_untied_input", spearman=base, seed_a=k, seed_b=k),
                  dict(comparison="tied_vs_untied_output", spearman=base + 0.2, seed_a=k, seed_b=k)]
     e = pd.DataFrame(rows)
-    assert C._similarity_allowance(e)[0] == pytest.approx(0.0, abs=1e-12)
+    assert SCC._similarity_allowance(e)[0] == pytest.approx(0.0, abs=1e-12)
     extra = pd.concat([e, pd.DataFrame([dict(comparison="untied_input_vs_output", spearman=0.1, seed_a=1, seed_b=1)] * 4)])
     v = verdict("emb_tied_output", Results(embedding_similarity=extra))
     assert v.evidence.endswith("(mean over 3 seed pairs)") and v.effects[0].seeds == (3,)
@@ -923,6 +928,6 @@ def test_transformer_spike_claim_counts_the_selected_runs_only():
 
 
 def test_the_log_ratio_column_says_which_sign_is_worse():
-    from replicate.report import labels
+    from replicate.reportkit import labels
 
     assert labels.column("log_ratio_vs_untied") == "ln(untied / variant test ppl), < 0: variant worse"

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from replicate.report import effects as E
-from replicate.report import noise
-from replicate.report import claims as C
-from replicate.report.claims import CLAIMS
-from replicate.report.format import NOT_RUN
-from replicate.report.sources import load
+from replicate.report import experiments as X
+from replicate.report.experiments import CLAIMS, load
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit import noise
+from replicate.reportkit.format import NOT_RUN
 
 
 def _judged(paper, ours, allowance=None, level=False, check=C.HOLDS) -> str:
@@ -256,7 +256,7 @@ def test_no_claim_holds_within_its_allowance(tmp_path, repo_root):
     'holds' while an effect it rests on is within its seed-noise allowance (or has none)."""
     bundles = [repo_root / "paper/measured", _bundle(tmp_path / "one", False), _bundle(tmp_path / "two", True)]
     for root in bundles:
-        verdicts = C.evaluate_all(load(root))
+        verdicts = X.evaluate_all(load(root))
         assert not _holds_outside_noise(verdicts), root
         assert all(v.verdict in C.VERDICTS for _, v in verdicts)
     # the check itself can fail: an effect inside its allowance next to a 'holds'
@@ -272,11 +272,17 @@ class _Forced:
         self.verdict, self.effects = verdict, effects
 
 
-def test_glossary_lists_every_report_label():
-    """docs/glossary.md maps every name the report relabels (labels.py), so a reader of the CSV finds it."""
-    from replicate.report import labels
+def test_every_row_of_the_glossarys_names_is_a_label():
+    """The report's labels are read from docs/glossary.md's table "Names in the report": each of its rows is one
+    label (a row the pattern misses would leave its name unlabelled), and a label with a table's pipe in it
+    reads unescaped."""
+    from replicate.reportkit import labels
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "glossary.md").read_text(encoding="utf-8")
-    for kind, table in (("column", labels.COLUMNS), ("value", labels.VALUES)):
-        for name, label in table.items():
-            assert f"| `{name}` ({kind}) | {label} |" in text, name
+    text = labels.GLOSSARY.read_text(encoding="utf-8")
+    section = text[text.index("## Names in the report"):].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    read = labels.read_glossary(section)
+    assert len(rows) == sum(map(len, read.values())) > 80
+    assert read == labels.read_glossary(text)  # no row elsewhere in the glossary reads as a label
+    assert labels.column("soft_entropy_ratio") == "y~ entropy / log |V|" and labels.value("inv_sqrt_d") == "1/√d"
+    assert list(labels.MATRICES)[:2] == ["tied", "tied_pr"]

@@ -43,8 +43,8 @@ def test_figure_drawn_at_display_width_with_readable_text(tmp_path):
 
 def test_published_figures_are_drawn_at_display_width():
     """Every figure of the bundle except those its drawing code cannot redraw from an older table
-    (replicate/report/redraw.py names them) is at most the display width and not shrunk much below it."""
-    from replicate.report.redraw import _csv
+    (replicate/publish/redraw.py names them) is at most the display width and not shrunk much below it."""
+    from replicate.publish.redraw import _csv
 
     fig1 = _csv(BUNDLE, "tables/inan_figure1.csv")
     legacy = set() if fig1 is not None and "metric" in fig1.columns else {"inan_figure1"}
@@ -81,7 +81,7 @@ def test_rebuild_from_the_bundle_rehashes_only_what_it_rebuilt(tmp_path, monkeyp
 def test_published_report_reads_without_raw_names():
     """The bundle's report names columns and values in words (the CSVs keep their names) and formats
     settings as written (tau 5, not 5.00)."""
-    from replicate.report import labels
+    from replicate.reportkit import labels
 
     md = (BUNDLE / "report" / "report.md").read_text(encoding="utf-8")
     body = md.split("## Provenance")[0]  # run configs quote the config files verbatim

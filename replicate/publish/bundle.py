@@ -162,7 +162,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
     """Rebuild the bundle's report (and with ``redraw`` its figures) from the bundle itself, no rerun and no
     results folder; re-hash what changed in MANIFEST.json and record the rebuild under ``rebuilt``.
     Returns the files whose hash changed."""
-    from replicate.report.redraw import redraw as redraw_figures
+    from replicate.publish.redraw import redraw as redraw_figures
 
     bundle = Path(bundle)
     manifest = read_manifest(bundle)
@@ -173,6 +173,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
         if rel != MANIFEST and not rel.startswith(REBUILT) and (entry is None or entry["sha256"] != sha256(bundle / rel)):
             raise ReplicateError(f"{bundle / rel} differs from MANIFEST.json and is not rebuilt from the bundle",
                                  "publish it with python -m replicate publish, or restore it from git")
+    stamp = tree_stamp()  # before the rebuild dirties the tree
     if redraw:
         redraw_figures(bundle)
     with contextlib.chdir(bundle.parent if bundle.is_absolute() else Path.cwd()):
@@ -185,7 +186,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
         manifest["files"][rel] = {"sha256": sha256(bundle / rel), "bytes": (bundle / rel).stat().st_size,
                                   "experiment": owner(rel)}
         changed.append(rel)
-    manifest["rebuilt"] = {"at": provenance.now(), **tree_stamp(), "redrawn": redraw, "files": changed}
+    manifest["rebuilt"] = {"at": provenance.now(), **stamp, "redrawn": redraw, "files": changed}
     rio.write_json(bundle / MANIFEST, manifest)
     return changed
 

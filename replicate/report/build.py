@@ -25,12 +25,12 @@ from pathlib import Path
 
 from replicate import provenance as prov
 from replicate.errors import ReplicateError
-from replicate.report import blocks as B
-from replicate.report import claims as claims_mod
+from replicate.report import experiments
+from replicate.report.compute import section_compute, section_provenance
 from replicate.report.render import headings, to_html
-from replicate.report.sections import BUILDERS, Context
-from replicate.report.sources import load
-from replicate.report.summary import banner, claims_frame, glance, heading, plain, protocols
+from replicate.report.summary import banner, claims_frame, glance, heading, plain, protocols, section_summary
+from replicate.reportkit import blocks as B
+from replicate.reportkit.sections import Context, other_figures
 
 CLAIMS_CSV = "claims.csv"  # beside report.md: one row per claim with its verdict (the README's block reads it)
 
@@ -40,8 +40,16 @@ _BLOCK = re.compile(r"^\{\{\s*([a-z_]+)\s*\}\}$")
 _INLINE = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_.]+))?\s*\}\}")   # claim ids may hold a dot: _drop0.3
 
 
+def builders() -> dict:
+    """The generated blocks by name: the summary, each experiment's section, and the closing sections."""
+    sections = {name: module.section for name, module in experiments.SECTIONS.items()}
+    return {"summary": section_summary, **sections, "other_figures": other_figures, "compute": section_compute,
+            "provenance": section_provenance}
+
+
 def fill_template(text: str, ctx: Context) -> str:
     """The template with its comments removed and every directive replaced (Markdown)."""
+    blocks = builders()
     text = re.sub(r"<!--.*?-->\n?", "", text, flags=re.S)
     verdicts = {c.id: v for c, v in ctx.verdicts}
 
@@ -58,10 +66,10 @@ def fill_template(text: str, ctx: Context) -> str:
     out = []
     for line in text.splitlines():
         m = _BLOCK.match(line.strip())
-        if m and m.group(1) not in BUILDERS:
+        if m and m.group(1) not in blocks:
             raise ReplicateError(f"unknown block directive {line.strip()} in the report template",
-                                 f"use one of {sorted(BUILDERS)}")
-        out.append(f"\n{BUILDERS[m.group(1)](ctx)}\n" if m else _INLINE.sub(sub, line))
+                                 f"use one of {sorted(blocks)}")
+        out.append(f"\n{blocks[m.group(1)](ctx)}\n" if m else _INLINE.sub(sub, line))
     left = [line for line in "\n".join(out).splitlines() if "{{" in line]
     if left:  # a directive the patterns above did not match would be printed as is
         raise ReplicateError(f"the report would print an unfilled directive: {left[0].strip()!r}",
@@ -94,8 +102,8 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     template = Path(template)
     if not template.is_file():
         raise ReplicateError(f"report template {template} not found", "restore paper/report_template.md from git")
-    res = load(results_dir)
-    verdicts = claims_mod.evaluate_all(res, tolerances)
+    res = experiments.load(results_dir)
+    verdicts = experiments.evaluate_all(res, tolerances)
     ctx = Context(res, verdicts, figures_dir, Path(captions_dir) if captions_dir else None, Path(out_md),
                   sections=sections, full_protocol=full_protocol, tolerances=tolerances)
     git = prov.git_state()

@@ -14,9 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from replicate import paths
-from replicate.report import blocks as B
-from replicate.report.format import NO_VALUE, fmt_hours
-from replicate.report.sources import run_label
+from replicate.reportkit import blocks as B
+from replicate.reportkit.format import NO_VALUE, fmt_hours
+from replicate.reportkit.sections import flatten
+from replicate.reportkit.sources import run_label
 
 NOT_RECORDED = "not recorded"
 
@@ -93,20 +94,6 @@ def section_compute(ctx) -> str:
                                         source=B.link(item["path"], res.root.parent / item["path"],
                                                       ctx.md_path.parent))))
     return B.join(out)
-
-
-def _joined(value):
-    return ", ".join(map(str, value)) if isinstance(value, list) else value
-
-
-def flatten(obj, leaf=_joined, prefix: str = "") -> dict:
-    """Nested JSON -> {"a.b[0].c": leaf(value)}; a list of scalars is one leaf (by default comma-separated)."""
-    if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj)):
-        out = {}
-        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
-            out |= flatten(v, leaf, f"{prefix}[{k}]" if isinstance(obj, list) else f"{prefix}.{k}" if prefix else str(k))
-        return out
-    return {prefix: leaf(obj)}
 
 
 # --------------------------------------------------------------------------------- provenance

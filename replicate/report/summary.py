@@ -2,7 +2,7 @@
 
 - ``banner``: a smoke or mixed-protocol report says so before anything else (and shows no verdict colours);
 - ``glance``: the plain answer per paper, above the table of contents (every number from the result tables);
-- ``summary``: one row per claim with its one verdict (rule: ``replicate.report.effects``), why it is not a
+- ``summary``: one row per claim with its one verdict (rule: ``replicate.reportkit.effects``), why it is not a
   plain "reproduced", our effect with its 95 % interval beside the paper's, the seeds and dof behind the
   interval (and whether it is borrowed), then the seed-noise pools and the evidence;
 - ``answer``: one or two sentences opening a paper's section: what reproduces and what does not, by how much.
@@ -14,17 +14,13 @@ import re
 
 import pandas as pd
 
-from replicate.report import blocks as B
-from replicate.report import claims as C
-from replicate.report import effects as E
-from replicate.report.format import NOT_RUN, fmt_hours, fmt_percent
+from replicate.report import experiments
+from replicate.reportkit import blocks as B
+from replicate.reportkit import claims as C
+from replicate.reportkit import effects as E
+from replicate.reportkit.brief import table_line
+from replicate.reportkit.format import NOT_RUN, fmt_hours, fmt_percent
 
-PAPERS = {  # claim-source prefix -> (name, arXiv id)
-    "Press & Wolf": ("Press & Wolf 2017", "1608.05859"),
-    "Inan": ("Inan et al. 2017", "1611.01462"),
-}
-ZAREMBA = ("Zaremba et al. 2014", "1409.2329")
-PW_BAR, INAN_BAR = 0.03, 0.05   # a row reproduces when its valid and test ppl are this close to the paper's
 DIRTY = "uncommitted tree"      # the mark of a verdict resting on runs made from a tree with uncommitted changes
 
 
@@ -71,7 +67,7 @@ def banner(res) -> str:
 # -------------------------------------------------------------------------------- the verdicts
 def shown(claim, v, res) -> str:
     """The verdict as the report shows it, marked when it rests on runs from an uncommitted tree."""
-    dirty = v.verdict != NOT_RUN and C.dirty_runs(res, claim.id)
+    dirty = v.verdict != NOT_RUN and experiments.dirty_runs(res, claim.id)
     return f"{v.verdict} ({DIRTY})" if dirty else v.verdict
 
 
@@ -158,30 +154,6 @@ def section_summary(ctx) -> str:
 
 
 # ------------------------------------------------------------------------------ the first screen
-BARS = {"press_wolf": ("press_wolf_table6", PW_BAR, "Table 6"), "inan": ("inan_table1", INAN_BAR, "Table 1")}
-
-
-def table_line(res, section: str) -> str:
-    """'Table 1: 2 of 4 rows within 5 % of the paper's valid and test perplexity; more than that: small +AL
-    (valid +7.6%, test +7.5%)' for a paper section's table ('' without one). Variant cells are no paper rows."""
-    key, bar, name = BARS[section]
-    frame = res.raw.get(key)
-    cols = [c for c in (frame.columns if frame is not None else []) if c in ("valid_rel_diff", "test_rel_diff")]
-    part = frame.dropna(subset=cols, how="all") if cols else None
-    if part is not None and "cell" in part.columns:
-        part = part[~part["cell"].astype(str).str.contains("@")]
-    if part is None or part.empty:
-        return ""
-    far = []
-    for _, row in part.iterrows():
-        over = [f"{c.split('_')[0]} {fmt_percent(row[c])}" for c in cols if pd.notna(row[c]) and abs(row[c]) > bar]
-        if over:
-            far.append(f"{row['row'] if 'row' in row else row['size'] + ' ' + row['model']} ({', '.join(over)})")
-    within = len(part) - len(far)
-    return (f"{name}: {within} of {len(part)} rows within {bar:.0%} of the paper's valid and test perplexity"
-            + (f"; more than that: {'; '.join(far)}" if far else ""))
-
-
 def _effect_of(verdicts, claim_id: str) -> str:
     """'3.47 ± 1.31 ppl against the paper's 3.2 ppl: reproduced': a claim's first effect, by the rule on its own."""
     v = next((v for c, v in verdicts if c.id == claim_id), None)
@@ -191,50 +163,26 @@ def _effect_of(verdicts, claim_id: str) -> str:
     return f"{_ours(e)} against the paper's {E.fmt_effect(e.paper, e.unit)}: {E.judge_one(e)[0]}"
 
 
-def _claim_phrase(claim, v) -> str:
-    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's, or
-    (a claim judged by its own test) its evidence."""
-    detail = v.why or ("; ".join(E.describe(e) for e in v.effects[:1]) if v.effects else v.evidence)
-    return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
-
-
-def answer(ctx, section: str) -> str:
-    """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
-    verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
-    parts = [table_line(ctx.results, section)] if section in BARS else []
-    for status in E.VERDICTS[:-1]:  # all but "not run"
-        named = [_claim_phrase(c, v) for c, v in verdicts if v.verdict == status]
-        parts.append(f"**{status[0].upper() + status[1:]}**: " + "; ".join(named) if named else "")
-    parts = [p for p in parts if p]
-    return "**In brief.** " + ". ".join(p[0].upper() + p[1:] for p in parts) + "." if parts else ""
-
-
 def glance(ctx) -> str:
     """A few lines: per paper, how its table came out, its headline effects with their intervals beside the
     paper's, how many claims got each verdict, and what was not run; the essay's claims in two lines (its
     closed-form checks apart from the scale study's trained runs)."""
-    res, verdicts = ctx.results, ctx.verdicts
-    ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
-    missing = {"Press & Wolf": "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "",
-               "Inan": " and ".join(f"Table 1 {s}" for s in C.INAN_SIZES if s not in ran)
-               + " (the `paper` preset, a GPU)" if ran != set(C.INAN_SIZES) else ""}
-    headline = {"Press & Wolf": (("pw_small_tying", "Tying's gain, small model, valid ppl"),),
-                "Inan": (("inan_al_vd", "AL gain over VD-LSTM, valid ppl"),
-                         ("inan_subspace_level", "Section 6.2 distance at β = 1"))}
+    res, verdicts, sections = ctx.results, ctx.verdicts, experiments.SECTIONS
+    papers = [m.PAPER for m in sections.values() if hasattr(m, "PAPER")]
     lines = []
-    for key, section in (("Press & Wolf", "press_wolf"), ("Inan", "inan")):
-        mine = [(c, v) for c, v in verdicts if c.paper.startswith(key)]
-        parts = [f"**{arxiv(*PAPERS[key])}**" + (f", baselines from {arxiv(*ZAREMBA)}" if key == "Press & Wolf"
-                                                  else "") + ":", table_line(res, section) + "."]
-        parts += [f"{what}: {_effect_of(mine, cid)}." for cid, what in headline.get(key, ()) if _effect_of(mine, cid)]
-        parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing[key]}." if missing[key] else ""]
+    for paper in papers:
+        mine = [(c, v) for c, v in verdicts if c.paper.startswith(paper.key)]
+        parts = [f"**{arxiv(paper.name, paper.arxiv)}**" + (f", baselines from {arxiv(*paper.baselines)}"
+                                                           if paper.baselines else "") + ":",
+                 table_line(res, paper) + "."]
+        parts += [f"{what}: {_effect_of(mine, cid)}." for cid, what in paper.headline if _effect_of(mine, cid)]
+        missing = paper.not_run(res)
+        parts += [f"Claims: {count_line(mine)}.", f"Not run here: {missing}." if missing else ""]
         lines.append(" ".join(p for p in parts if p not in ("", ".")))
-    rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(k) for k in PAPERS)]
-    for section, what in (("initial_loss", "**Initial loss and embedding share** (the essay's claims; closed-form "
-                                           "and configuration checks, no training)"),
-                          ("scale", "**The scale study** (the essay's claims; trained runs)")):
+    rest = [(c, v) for c, v in verdicts if not any(c.paper.startswith(p.key) for p in papers)]
+    for section, m in sections.items():
         mine = [(c, v) for c, v in rest if c.section == section]
-        lines.append(f"{what}: {count_line(mine)}." if mine else "")
+        lines.append(f"{m.ESSAY}: {count_line(mine)}." if hasattr(m, "ESSAY") and mine else "")
     lines = [line for line in lines if line]
     dirty = sum(DIRTY in shown(c, v, res) for c, v in verdicts)
     if dirty:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from replicate.report.labels import cell, column, value
+from replicate.reportkit.labels import cell, column, value
 
 METRICS = ("valid_ppl", "test_ppl", "train_ppl")
 RUN_GLOBS = ("press_wolf/*/seed*/metrics.json", "inan/table1/*/*/metrics.json", "inan/table1/*/*/seed*/metrics.json")

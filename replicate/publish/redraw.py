@@ -1,6 +1,6 @@
 """Redraw a published bundle's figures from its own result files (no rerun), with each figure's own
 drawing code, so that they follow the shared style (``replicate.plotting``: drawn at the report's
-display width). ``python -m replicate report redraw --bundle paper/measured``.
+display width): ``python -m replicate publish --rebuild --redraw``.
 
 A figure whose inputs the bundle lacks is left as it is. Inan et al.'s Figure 1 is redrawn only when the
 bundle's table names its metric (column ``metric``): its drawing code labels the axis with the current

@@ -1,7 +1,7 @@
 """One verdict per claim, by one fixed rule over the claim's own check and its effects (``judge``; ``RULE``
 is the rule as the report prints it). An ``Effect`` is one number a claim is about (for example "valid ppl,
 small − small+WT"), signed so that a positive value points the way the claim says, the paper's beside ours,
-with the seed-noise allowance on ours (``replicate.report.noise``: the half-width of a 95 % t interval).
+with the seed-noise allowance on ours (``replicate.reportkit.noise``: the half-width of a 95 % t interval).
 
 A replication asks two questions of each effect: (a) does it point the claimed way outside our noise (our
 interval excludes 0), and (b) is the paper's value inside our interval. The answers give one verdict
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from replicate.report.format import NOT_RUN
+from replicate.reportkit.format import NOT_RUN
 
 REPRODUCED = "reproduced"
 SMALLER = "holds, smaller than reported"
@@ -28,7 +28,7 @@ STATUSES = (HOLDS, FAILS, INCONCLUSIVE, NOT_RUN)     # a claim's own check
 VERDICTS = (REPRODUCED, SMALLER, LARGER, HOLDS, INCONCLUSIVE, NOT_REPRODUCED, NOT_REPRODUCED_LARGER, FAILS, NOT_RUN)
 FACTOR = 2.0   # a level measured once: the paper's value must lie within this factor of ours
 
-RULE = (f"Verdict rule (fixed, replicate/report/effects.py; docs/report.md). Each effect is signed so that a "
+RULE = (f"Verdict rule (fixed, replicate/reportkit/effects.py; docs/report.md). Each effect is signed so that a "
         f"positive value points the claimed way, and has our 95 % t interval (ours ± allowance). Two questions: "
         f"does the interval exclude 0 on the claimed side, and does it contain the paper's value (as replication "
         f"studies judge by small telescopes and equivalence tests)? "

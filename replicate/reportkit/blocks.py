@@ -1,7 +1,7 @@
 """Markdown blocks of the report: tables from data frames, figures, notices, bullets, details.
 
 A table shows the values common to all its rows once, above it, and links the full result file
-under it. Each cell is formatted by ``replicate.report.format``; an empty cell says why it is empty.
+under it. Each cell is formatted by ``replicate.reportkit.format``; an empty cell says why it is empty.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from replicate.report import labels
-from replicate.report.format import NOT_RUN, fmt_number, fmt_percent, missing_label
+from replicate.reportkit import labels
+from replicate.reportkit.format import NOT_RUN, fmt_number, fmt_percent, missing_label
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,168 @@
+"""The kit of the report's sections: the context every section reads, and the pieces they share (figures,
+the protocol line, the configuration's changes, ours beside the paper's, a result not run).
+
+Each experiment's section is ``section(ctx)`` in ``replicate/<experiment>/section.py``. Every number comes from
+a result file (``replicate.reportkit.sources``); a result the configuration did not produce reads "not run in this
+protocol". Tables show values common to all rows once above them and link the full result file under them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from replicate.reportkit import blocks as B
+from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.sources import Results
+
+CAPTIONS = {
+    "report_press_wolf_learning_curves":
+        "Learning curves: train perplexity (running, as the reference code reports it) and valid perplexity "
+        "per epoch, tied vs untied output, with and without projection regularisation (log scale).",
+}  # the other figures' captions: workflow/report/*.rst
+
+
+@dataclass
+class Context:
+    results: Results
+    verdicts: list
+    figures_dir: Path
+    captions_dir: Path | None
+    md_path: Path
+    used_figures: set = field(default_factory=set)
+    sections: dict | None = None        # this run's config sections (press_wolf, inan, ...)
+    tolerances: dict | None = None      # the report config's claim tolerances
+    full_protocol: dict | None = None   # the same sections in config/paper.yaml (schema defaults filled)
+
+    def source(self, key: str) -> B.Link:
+        """The link to a result file read by ``sources`` (its path relative to the results' parent)."""
+        label = self.results.paths[key]
+        return B.link(label, self.results.root.parent / label, self.md_path.parent)
+
+
+# ----------------------------------------------------------------------------------- helpers
+def figure_stems(figures_dir: Path) -> list[str]:
+    return sorted(p.stem for p in figures_dir.glob("*.png")) if figures_dir.is_dir() else []
+
+
+def caption(ctx: Context, stem: str) -> str:
+    """The figure's Snakemake-report caption (workflow/report/<stem>.rst or *_<stem>.rst, written by
+    the figure's owner) as plain text; else the report's own caption; else the humanised name."""
+    if ctx.captions_dir is not None and ctx.captions_dir.is_dir():
+        for path in [ctx.captions_dir / f"{stem}.rst", *sorted(ctx.captions_dir.glob(f"*_{stem}.rst"))]:
+            if path.is_file():
+                text = " ".join(path.read_text(encoding="utf-8").split())
+                if "{{" in text or "{%" in text:  # a Jinja template for Snakemake's report only
+                    continue
+                return re.sub(r"(``|\*\*|\*|`)([^`*]+)\1", r"\2", text)
+    if stem in CAPTIONS:
+        return CAPTIONS[stem]
+    return stem.replace("_", " ").capitalize() + "."
+
+
+def figures(ctx: Context, stems: list[str]) -> list[str]:
+    out = []
+    for stem in stems:
+        if stem in ctx.used_figures:
+            continue
+        ctx.used_figures.add(stem)
+        out.append(B.figure(ctx.figures_dir / f"{stem}.png", caption(ctx, stem), ctx.md_path.parent))
+    return out
+
+
+def section_figures(ctx: Context, what: str, explicit: Sequence[str] = (), prefixes: Sequence[str] = ()) -> str:
+    """The figures of a section: ``explicit`` stems first, then those starting with one of ``prefixes`` (a figure
+    goes to the first section that claims it; anything left over appears under "other_figures")."""
+    stems = figure_stems(ctx.figures_dir)
+    chosen = [s for s in explicit if s in stems]
+    chosen += [s for s in stems if any(s.startswith(p) for p in prefixes) and s not in chosen]
+    return B.join(figures(ctx, chosen)) or missing(what)
+
+
+def _joined(value):
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
+
+
+def flatten(obj, leaf=_joined, prefix: str = "") -> dict:
+    """Nested JSON -> {"a.b[0].c": leaf(value)}; a list of scalars is one leaf (by default comma-separated)."""
+    if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj)):
+        out = {}
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj)):
+            out |= flatten(v, leaf, f"{prefix}[{k}]" if isinstance(obj, list) else f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return {prefix: leaf(obj)}
+
+
+def config_diff(ctx: Context, section: str) -> str:
+    """Every config key of ``section`` whose value differs from the papers' full protocol."""
+    if not ctx.sections or not ctx.full_protocol or section not in ctx.sections:
+        return ""
+    ours, full = (flatten(ctx.sections[section], json.dumps), flatten(ctx.full_protocol.get(section) or {}, json.dumps))
+    keys = sorted(k for k in set(ours) | set(full) if ours.get(k, "—") != full.get(k, "—"))
+    if not keys:
+        return f"Configuration: identical to the papers' full protocol (`config/paper.yaml`, `{section}`)."
+    return B.join([f"What this configuration changes from the full protocol (`config/paper.yaml`, section "
+                   f"`{section}`):",
+                   B.bullets([f"{B.code(k)}: {B.code(ours.get(k, '—'))} (full protocol: {B.code(full.get(k, '—'))})"
+                              for k in keys])])
+
+
+def protocols_line(ctx: Context, parts: dict[str, str]) -> str:
+    """The section's protocol line: per part (label -> result key) the protocol label(s) its table carries,
+    stated once here instead of in a column."""
+    by: dict[str, list[str]] = {}
+    for label, key in parts.items():
+        frame = ctx.results.raw.get(key)
+        if frame is not None and "protocol" in frame.columns:
+            for p in dict.fromkeys(frame["protocol"].dropna().astype(str)):
+                by.setdefault(p, []).append(label)
+    if not by:
+        return ""
+    if len(by) == 1:
+        return f"Protocol of this section: {B.code(next(iter(by)))}."
+    return "Protocol of this section: " + "; ".join(f"{', '.join(v)}: {B.code(p)}" for p, v in by.items()) + "."
+
+
+def missing(what: str) -> str:
+    return B.notice(f"{what}: {NOT_RUN}.")
+
+
+def first(frame: pd.DataFrame, *names: str) -> str | None:
+    return next((n for n in names if n in frame.columns), None)
+
+
+def ours_paper(frame: pd.DataFrame, splits: Sequence[str] = ("valid", "test")) -> dict[str, str]:
+    """Column map 'ours | paper | rel. diff' per split, for the owners' names of those columns
+    (``valid_ours``/``valid_paper`` or ``valid_ppl``/``paper_valid_ppl``)."""
+    cols: dict[str, str] = {}
+    for split in splits:
+        for names, what in (((f"{split}_ours", f"{split}_ppl"), "ours"),
+                            ((f"{split}_paper", f"paper_{split}_ppl"), "paper"),
+                            ((f"{split}_rel_diff",), "rel. diff")):
+            col = first(frame, *names)
+            if col is not None:
+                cols[col] = f"{split} {what}"
+    return cols
+
+
+def rel_cols(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.endswith("rel_diff")]
+
+
+def listed(frame: pd.DataFrame, col: str, label: str) -> str:
+    """The distinct values of a long text column (e.g. where the paper's numbers come from) as one
+    sentence, instead of a column that repeats them."""
+    if col not in frame.columns or frame[col].isna().all():
+        return ""
+    return f"{label}: " + "; ".join(B.escape(v) for v in dict.fromkeys(frame[col].dropna().astype(str))) + "."
+
+
+def other_figures(ctx: Context) -> str:
+    rest = [s for s in figure_stems(ctx.figures_dir) if s not in ctx.used_figures]
+    return B.join(figures(ctx, rest)) or "None: every figure appears in its experiment's section."
+

@@ -1,0 +1,128 @@
+"""Read the pipeline's result files into one ``Results`` object for the report.
+
+A result the pipeline did not produce in this protocol is ``None`` (the report then says "not run
+in this protocol"). A file that exists but lacks a column the report needs is an error naming the
+file and the column (formats drift; the report must not silently show less).
+
+Each experiment reads its own files (``read(res)`` of ``replicate/<experiment>/section.py``, with
+``read_table``): their paths are ``replicate.paths``'s (the rules write the same names), and the columns
+the report needs are named there (formats of the scale study's files: results/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from replicate.errors import ReplicateError
+
+BENCHMARK_GLOB = "benchmarks/**/*.tsv"
+
+
+@dataclass
+class Results:
+    """The frames the claims read (docs/report.md, "The claims' input"; each set by its experiment's ``read``)
+    plus the raw frames the sections display."""
+    root: Path = Path("results")
+    # the claims' frames
+    pw_table6: pd.DataFrame | None = None
+    pw_table5: pd.DataFrame | None = None
+    inan_table1: pd.DataFrame | None = None
+    inan_figure1: pd.DataFrame | None = None
+    initial_loss: pd.DataFrame | None = None
+    families: pd.DataFrame | None = None
+    scale_claims: pd.DataFrame | None = None
+    embedding_similarity: pd.DataFrame | None = None
+    # displayed as is
+    raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written
+    paths: dict[str, str] = field(default_factory=dict)             # name -> path relative to the root's parent
+    benchmarks: pd.DataFrame | None = None
+    speed: pd.DataFrame | None = None                               # the engine vs a plain loop
+    throughput: list[dict] = field(default_factory=list)
+    provenance: list[dict] = field(default_factory=list)            # {"path": ..., "provenance": {...}}
+    pools: dict[str, Any] = field(default_factory=dict)             # protocol -> noise.Pool (repeated runs)
+
+
+def _need(frame: pd.DataFrame, cols, path: Path) -> None:
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ReplicateError(f"{path} lacks the column(s) {missing} the report reads "
+                             f"(it has {list(frame.columns)})",
+                             "rebuild it with the current pipeline, or update replicate/reportkit/sources.py "
+                             "if the format changed on purpose")
+
+
+def _read_csv(path: Path, **kw) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kw)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ReplicateError(f"cannot read {path}: {exc}", "rerun the rule that writes it") from exc
+
+
+def relative(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root.parent))
+    except ValueError:
+        return str(path)
+
+
+def read_table(res: "Results", key: str, rel: str, cols, **read_kw) -> pd.DataFrame | None:
+    """Read ``<results>/rel`` if it exists, check it has ``cols``, register it as ``res.raw[key]`` (the
+    frame shown in the report) with its path; None when the result was not produced."""
+    path = res.root / rel
+    if not path.is_file():
+        return None
+    frame = _read_csv(path, **read_kw)
+    _need(frame, cols, path)
+    res.raw[key], res.paths[key] = frame, relative(res.root, path)
+    return frame
+
+
+def load_benchmarks(root: Path) -> pd.DataFrame | None:
+    """One row per Snakemake ``benchmark:`` file (mean over its repeats), with the job it times."""
+    rows = []
+    for path in sorted(root.glob(BENCHMARK_GLOB)):
+        frame = _read_csv(path, sep="\t")
+        _need(frame, ["s", "max_rss", "cpu_time", "mean_load"], path)
+        for col in ("s", "max_rss", "cpu_time", "mean_load"):
+            frame[col] = pd.to_numeric(frame[col], errors="coerce")  # "-" when not measurable
+        rel = path.relative_to(root / "benchmarks")
+        rows.append({"experiment": rel.parts[0] if len(rel.parts) > 1 else "-",
+                     "job": str(rel.with_suffix("")), "path": relative(root, path),
+                     "wall_s": frame["s"].mean(), "cpu_s": frame["cpu_time"].mean(),
+                     "mean_load": frame["mean_load"].mean(), "max_rss_mib": frame["max_rss"].max()})
+    return pd.DataFrame(rows) if rows else None
+
+
+def load_provenance(root: Path) -> list[dict[str, Any]]:
+    """Every provenance block under ``root``: result JSONs with a ``provenance`` key and
+    ``*.provenance.json`` sidecars (the report's own output excluded)."""
+    out = []
+    for path in sorted(root.rglob("*.json")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "report" or any(p.startswith(".") for p in rel.parts):
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ReplicateError(f"cannot read {path}: {exc}", "rerun the rule that writes it") from exc
+        if isinstance(data, dict) and isinstance(data.get("provenance"), dict):
+            block = data["provenance"]
+        elif path.name.endswith(".provenance.json") and isinstance(data, dict) and "git" in data:
+            block = data
+        else:
+            continue
+        out.append({"path": relative(root, path), "provenance": block})
+    return out
+
+
+def run_label(path: str) -> str:
+    """A short label for a result path: results/press_wolf/small/seed1/metrics.json -> press_wolf/small/seed1."""
+    p = re.sub(r"^results/", "", path)
+    p = re.sub(r"(/metrics)?\.json$|\.provenance\.json$", "", p)
+    return p

@@ -1,0 +1,107 @@
+"""The scale study's report section: the tying gain, the embedding analysis, the small transformer."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from replicate import paths as P
+from replicate.reportkit import blocks as B
+from replicate.reportkit import labels
+from replicate.reportkit.brief import answer
+from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.reportkit.sources import Results, read_table
+
+ESSAY = "**The scale study** (the essay's claims; trained runs)"  # the brief's line on this section's claims
+FIGURES = ([], ["scale"])  # explicit stems, then prefixes
+
+
+def read(res: Results) -> None:
+    """The tying-gain tables, the study's claims, the transformer's tables and the embedding analysis."""
+    read_table(res, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
+    read_table(res, "scale_gain", P.SCALE_GAIN, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
+    res.scale_claims = read_table(res, "scale_claims", P.SCALE_CLAIMS,
+                                  ["claim_id", "verdict", "value", "ci_low", "ci_high", "n", "evidence", "protocol"])
+    for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
+                           ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
+                           ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
+        read_table(res, key, rel, cols)
+    res.embedding_similarity = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
+                                          ["comparison", "spearman", "protocol"])
+
+
+# (result, heading, caption, columns shown: None = all; the full file is linked under each table)
+SCALE_TABLES = (
+    ("scale_gain", "Tying gain at every point of the study", "Mean over seeds; gain = valid ppl untied − tied; "
+     "sem = standard error of the mean over seeds.",
+     ["study", "dataset", "pct", "train_tokens", "hidden", "dropout", "n_seeds", "untied_valid_ppl_mean", "tied_valid_ppl_mean",
+      "gain_mean", "gain_sem", "rel_gain_mean", "tying_gain_pct", "tying_gain_pct_lo", "tying_gain_pct_hi", "runs_at_cap",
+      "embedding_share_untied", "metric", "protocol"]),
+    ("scale_data", "Tying gain against training data (per seed)", "Nested fractions of the PTB training split.",
+     None),
+    ("embedding_similarity", "How alike the tied, input and output embeddings are",
+     "Spearman correlation of the pairwise cosine similarities over the most frequent words, and the "
+     "nearest-neighbour overlap (final epoch) against its chance level.",
+     ["comparison", "seed_a", "seed_b", "same_seed", "shared_init", "epoch", "top_k", "spearman", "knn_overlap",
+      "knn_k", "knn_chance", "protocol"]),
+    ("word_similarity", "Word-similarity benchmarks", "Human-judgement benchmarks (only when configured).", None),
+    ("scale_transformer", "Small transformer on WikiText-2: untied vs tied vs tied + rescale",
+     "Initial loss at step 0 against the sweep's theory and log n, final valid loss (chooses the lr) and test "
+     "loss, gradient-norm statistics, spike counts.",
+     ["variant", "std", "lr", "seed", "selected", "d_model", "n_layers", "vocab_size", "steps", "step0_loss",
+      "theory_step0_loss", "spread_step0_loss", "log_n", "final_valid_loss", "final_test_loss", "grad_norm_median",
+      "grad_norm_max", "clip_fraction", "loss_spikes", "grad_spikes", "protocol"]),
+    ("scale_transformer_comparison", "Transformer variants, each at its own best learning rate",
+     "Each variant at the lr its valid loss chose: mean test loss over seeds with its 95 % t interval, and the "
+     "log ratio ln(untied / variant test ppl), paired by seed, with its 95 % t interval: below 0 the variant is "
+     "worse than untied, above 0 better.", None),
+)
+
+
+def similarity_matrix(sim: pd.DataFrame) -> pd.DataFrame:
+    """Mean Spearman correlation per pair of embedding matrices (comparison ``<a>_vs_<b>``), as a symmetric
+    matrix with readable labels; the diagonal is the same kind of matrix across two seeds."""
+    names = list(labels.MATRICES)
+    means = sim.groupby("comparison")["spearman"].mean()
+    found = {}
+    for comp, value in means.items():
+        a, _, b = str(comp).partition("_vs_")
+        if a in labels.MATRICES and b in labels.MATRICES:
+            found[(a, b)] = found[(b, a)] = float(value)
+    present = [n for n in names if any(n in pair for pair in found)]
+    rows = [{"matrix": labels.MATRICES[a], **{labels.MATRICES[b]: found.get((a, b)) for b in present}} for a in present]
+    return pd.DataFrame(rows, columns=["matrix", *[labels.MATRICES[b] for b in present]])
+
+
+def _similarity(ctx: Context, frame: pd.DataFrame) -> str:
+    m = similarity_matrix(frame)
+    seeds = ", ".join(f"{what} {B.cell(frame[k].iloc[0], k)[0]}" for k, what in (("top_k", "top"), ("epoch", "epoch"))
+                      if k in frame.columns and frame[k].nunique() == 1)
+    return B.table(m, keep=tuple(m.columns), digits={c: 2 for c in m.columns},
+                   caption="Mean Spearman correlation of the pairwise cosine similarities over the most frequent words "
+                           f"({seeds}), averaged over the seed pairs in the full table; diagonal: the same kind of "
+                           "matrix in two seeds (— = not compared). Nearest-neighbour overlaps are in the full table.",
+                   source=ctx.source("embedding_similarity"))
+
+
+SHARES = ("embedding_share", "embedding_share_untied", "clip_fraction")
+GAINS = ("rel_gain", "rel_gain_mean")
+
+
+def section(ctx: Context) -> str:
+    res = ctx.results
+    out: list[str] = [answer(ctx, "scale"),
+                      protocols_line(ctx, {"the scale study": "scale_gain", "the embedding analysis": "embedding_similarity",
+                                           "the transformer": "scale_transformer"})]
+    for key, title, caption, columns in SCALE_TABLES:
+        out.append(f"### {title}")
+        frame = res.raw.get(key)
+        if frame is None:
+            out.append(missing(title))
+        elif key == "embedding_similarity":
+            out.append(_similarity(ctx, frame))
+        else:
+            out.append(B.table(frame, columns, caption=caption, keep=("claim", "verdict"), source=ctx.source(key),
+                               share=SHARES, percent=GAINS,
+                               digits={c: 3 for c in frame.columns if any(w in c for w in ("spearman", "overlap", "loss"))}))
+    out += [config_diff(ctx, "scale"), "### Figures", section_figures(ctx, "Scale-study figures", *FIGURES)]
+    return B.join(out)
