@@ -1,11 +1,12 @@
 """No wrong number reaches a result, a table or the bundle: strict JSON, diverged runs stopped before
 metrics.json, tables and publish refusing non-finite numbers, runs mislabelled with a preset and tables built
-from skipped runs, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644."""
+from skipped runs, a full disk at the engine's checkpoint named, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import io
 import json
 import math
@@ -284,3 +285,17 @@ def test_result_files_are_readable_by_all_and_stale_temporaries_go(tmp_path):
     rio.write_json(tmp_path / "t.json", {"v": 1})
     assert (tmp_path / "t.json").stat().st_mode & 0o777 == 0o666 & ~umask
     assert not stale.exists() and fresh.exists()  # a fresh one may be another writer's
+
+
+# ----------------------------------------------------------------------------- 6. I/O faults
+def test_a_full_disk_at_the_engines_checkpoint_stops_the_run_naming_the_checkpoint(corpus, tmp_path, monkeypatch):
+    """The run as the runner drives it: the frozen engine saves through replicate.io, so a full disk during
+    torch.save is a named error with the checkpoint's path (not torch's RuntimeError), and no result is written."""
+    def full(obj, fh, *args, **kwargs):
+        fh.write(b"PK")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(ReplicateError, match=rf"cannot write {tmp_path / 'checkpoint.pt'}: the disk is full"):
+        runner.train_run(SPEC, corpus, tmp_path, threads=1, device="cpu", log=quiet)
+    assert not (tmp_path / "metrics.json").exists() and not list(tmp_path.glob(".*.tmp"))
