@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 # Shapes of the prepared corpora (README "Local data"; checked against a real prepare run by
@@ -60,6 +62,24 @@ AUGMENTED_LOSS_SLOWDOWN = {"al": 1.18, "real": 1.27}
 # A cluster time limit is at least this many times the job's expected wall time (expected_wall_min); tested.
 LIMIT_OVER_ESTIMATE = 1.5
 TWO_THREAD_SPEEDUP = 1.5  # a small-model job on two threads against one (measured: 1.4-1.6x)
+
+
+# a container's memory limit, where a cgroup (v2, then v1) sets one; "max" or a huge number: none
+CGROUP_MEMORY_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def machine_memory_gib() -> float:
+    """This machine's memory in GiB (its container's limit where that is lower), rounded down to 0.1 GiB:
+    the default of ``max_job_memory_gib``."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in CGROUP_MEMORY_LIMITS:
+        try:
+            limit = path.read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return math.floor(total / 2**30 * 10) / 10
 
 
 def expected_wall_min(one_thread_min: float, threads: int) -> float:
