@@ -102,6 +102,17 @@ def test_a_full_disk_names_the_file_written_not_the_source(data_dir, tmp_path, m
     assert list(out.iterdir()) == []
 
 
+def test_a_read_only_destination_folder_is_named(data_dir, tmp_path, monkeypatch):
+    out = tmp_path / "raw"
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(type(out), "mkdir", refused)
+    with pytest.raises(rio.WriteError, match=rf"cannot write {out}: no permission to write there"):
+        data.fetch("ptb", out, local_dir=data_dir)
+
+
 def test_a_full_disk_during_a_download_stops_at_the_first_mirror(tmp_path, monkeypatch):
     """A write the disk refuses is not a network failure: the next mirror is not tried."""
     tried = []
