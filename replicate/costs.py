@@ -5,9 +5,10 @@ It plans with Snakemake (``snakemake -n --forceall``, or only the jobs still to 
 for any targets and config (the arguments go to Snakemake unchanged, e.g. ``all --configfile
 config/smoke.yaml``) and adds up each job's ``one_thread_min`` resource: the expected minutes on one CPU
 thread at the measured throughput of ``replicate.resources`` (``MEASURED_ON``). That one module is the
-source of every cost figure: the rules' resources, this command and the generated cost tables of
-docs/reproducibility.md (``--markdown``; ``--write-docs``: the default and the paper preset). Jobs without an estimate (cheap tables and figures, and the
-runs the resources do not model yet) are counted and named, never guessed."""
+source of every cost figure: the rules' resources, this command and the generated cost block of
+docs/reproducibility.md (``--markdown``; ``--write-docs``: the default and the paper preset). Jobs without an
+estimate (cheap tables and figures, and the runs the resources do not model yet) are counted and named, never
+guessed."""
 
 from __future__ import annotations
 
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the jobs still to run (default: the whole plan, as if nothing had run)")
     parser.add_argument("--markdown", action="store_true", help=f"the table only (what {DOCS_PAGE} holds)")
     parser.add_argument("--write-docs", action="store_true",
-                        help=f"write the default and the paper preset's tables into {DOCS_PAGE} (run in the repository)")
+                        help=f"write the default and the paper preset's costs into {DOCS_PAGE} (run in the repository)")
     args, snakemake_args = parser.parse_known_args(argv)
     if args.write_docs and snakemake_args:
         raise ReplicateError("--write-docs plans the default and the paper preset itself", "drop the other arguments")

@@ -32,7 +32,8 @@ os.umask(_UMASK)  # read once: mkstemp makes 0600 files, results are made as ope
 
 # what the disk said, for the errors that mean "this place takes no more bytes" whichever file they name
 _DISK_REFUSED = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
-                 errno.EFBIG: "the file is larger than the file system allows", errno.EROFS: "the file system is read-only"}
+                 errno.EFBIG: "the file is larger than the file system allows",
+                 errno.EROFS: "the file system is read-only"}
 _NOT_PERMITTED = {errno.EACCES: "no permission to write there", errno.EPERM: "no permission to write there"}
 
 

@@ -6,7 +6,8 @@ only "N of M steps". ``ProgressWatcher`` runs in the Snakemake process (started 
 prints one line per running job whose log moved, then one line for the whole run, e.g.
 
     progress press_wolf/small_wt/seed1: epoch 3/13, batch 400/1327, 1,650 tok/s, ETA 1h20m, last valid ppl 140.21
-    progress run: about 8.1 of 26.7 estimated one-thread hours done (30 %), 18.6 h left (at least 9.3 h on 2 cores); 2 of 14 estimated jobs done, 2 running
+    progress run: about 8.1 of 26.7 estimated one-thread hours done (30 %), 18.6 h left (at least 9.3 h on
+      2 cores); 2 of 14 estimated jobs done, 2 running
 
 A log that did not move prints nothing, and a job that ended (its ``done:`` or ``error:`` line, or its
 outputs written since the run started) is not listed, so several jobs give one line each per interval, not

@@ -107,8 +107,8 @@ def _error(exception: str, msg: str):
 
 def _job_error(**fields):
     return _record("job_error", rule_name="press_wolf_train", jobid=3, rule_msg=None, shellcmd=_command(SPEC),
-                   log=["results/logs/press_wolf/small/seed1.log"], output=["results/press_wolf/small/seed1/metrics.json"],
-                   **fields)
+                   log=["results/logs/press_wolf/small/seed1.log"],
+                   output=["results/press_wolf/small/seed1/metrics.json"], **fields)
 
 
 def test_after_ctrl_c_a_stopped_job_is_one_line_that_says_how_to_resume():

@@ -90,7 +90,8 @@ def test_the_run_line_adds_up_the_planned_jobs_done_and_running(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     out = tmp_path / "a.json"
-    plan = [progress.PlannedJob(logs / "a.log", 60, (out,)), progress.PlannedJob(logs / "b.log", 120, (tmp_path / "b",)),
+    plan = [progress.PlannedJob(logs / "a.log", 60, (out,)),
+            progress.PlannedJob(logs / "b.log", 120, (tmp_path / "b",)),
             progress.PlannedJob(logs / "c.log", 240, (tmp_path / "c",))]
     watcher = progress.ProgressWatcher(logs, lambda line: None, interval=60, plan=plan, cores=2)
     _write(logs / "a.log", BATCH)

@@ -1,6 +1,7 @@
 """No wrong number reaches a result, a table or the bundle: strict JSON, diverged runs stopped before
 metrics.json, tables and publish refusing non-finite numbers, runs mislabelled with a preset and tables built
-from skipped runs, a full disk at the engine's checkpoint named, ``inan subspace`` refusing bad values named, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644."""
+from skipped runs, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644, a
+full disk at the engine's checkpoint named, ``inan subspace`` refusing bad values named."""
 
 from __future__ import annotations
 
