@@ -120,8 +120,7 @@ def fetch(name: str, out_dir: str | os.PathLike, local_dir: str | os.PathLike | 
           timeout: float = 60.0) -> dict[str, str]:
     """Place the verified raw files of data set ``name`` in ``out_dir``; return {file: origin}."""
     src = source(name)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = rio.make_folder(out_dir)
     if local_dir is not None:
         return _fetch_local(src, Path(local_dir), out)
     return _fetch_remote(src, out, timeout)
@@ -144,8 +143,9 @@ def _fetch_local(src: Source, local_dir: Path, out: Path) -> dict[str, str]:
 
 
 def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
-    """Try the mirrors in order; a network failure or wrong bytes move on to the next one.
-    Files already in ``out`` with the right sha256 are kept (a wrong one is replaced)."""
+    """Try the mirrors in order; a network failure or wrong bytes move on to the next one, a write the disk
+    refuses stops (naming the file in ``out``). Files already in ``out`` with the right sha256 are kept (a wrong
+    one is replaced)."""
     present = [f for f in src.files.values() if (out / f).is_file() and sha256_of(out / f) == src.sha256[f]]
     if len(present) == len(src.files):
         return {f: str(out / f) for f in present}
@@ -156,9 +156,13 @@ def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
             if kind == "raw":
                 return _fetch_raw(src, url, out, downloader)
             return _fetch_archive(src, kind, url, out, downloader)
+        except rio.WriteError:
+            raise
         except ReplicateError as exc:
             errors.append(exc.cause)
         except DOWNLOAD_ERRORS as exc:
+            if isinstance(exc, OSError) and (fault := rio.write_fault(exc.filename or out, exc)):
+                raise fault from exc  # pooch's own temporary in ``out``
             errors.append(f"{url}: {exc}")
     raise ReplicateError(
         f"could not download {src.name} ({', '.join(src.files.values())}) from any mirror:\n    "

@@ -1,7 +1,8 @@
 """Atomic file output: write to a temporary file in the same folder, then rename.
 
 A crash or a kill at any moment leaves either the old file or the new one, never a
-truncated file that a later run could mistake for a finished result. JSON is written strictly:
+truncated file that a later run could mistake for a finished result. A write that the disk refuses (full,
+read-only, no permission) is a ``WriteError`` naming the file written, whatever step failed. JSON is written strictly:
 a non-finite number (NaN, inf) is refused, naming the file and the key. ``torch_save`` also writes
 ``<file>.sha256``, the checksum of the file's bytes, which ``checksum_status`` checks before a load.
 """
@@ -9,6 +10,7 @@ a non-finite number (NaN, inf) is refused, naming the file and the key. ``torch_
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import io
@@ -28,23 +30,71 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: mkstemp makes 0600 files, results are made as open() would (0644 under umask 022)
 
 
+# what the disk said, for the errors that mean "this place takes no more bytes" whichever file they name
+_DISK_REFUSED = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                 errno.EFBIG: "the file is larger than the file system allows",
+                 errno.EROFS: "the file system is read-only"}
+_NOT_PERMITTED = {errno.EACCES: "no permission to write there", errno.EPERM: "no permission to write there"}
+
+
+class WriteError(ReplicateError):
+    """A file could not be written (full disk, quota, read-only folder, no permission); names the file."""
+
+
+def write_fault(path: str | os.PathLike, exc: OSError) -> WriteError | None:
+    """The named error for ``exc`` raised while writing ``path``, or None if ``exc`` is not a write refused by the
+    disk (a permission error counts only when it names ``path``, its temporary or a folder above it: a source
+    file that cannot be read is not a write fault)."""
+    reason = _DISK_REFUSED.get(exc.errno)
+    if reason is None and exc.errno in _NOT_PERMITTED:
+        named = Path(os.path.abspath(exc.filename)) if exc.filename else None
+        target = Path(os.path.abspath(path))
+        if named is None or named.parent == target.parent or target.is_relative_to(named):
+            reason = _NOT_PERMITTED[exc.errno]
+    if reason is None:
+        return None
+    folder = Path(path).parent
+    fix = (f"make {folder} writable (or choose another results_dir)" if exc.errno in _NOT_PERMITTED
+           else f"free space on the disk that holds {folder} (df -h {folder}), or choose another results_dir")
+    return WriteError(f"cannot write {path}: {reason} ({exc.strerror or exc}); files written through "
+                      "replicate/io.py keep their previous version (a checkpoint, a result), none is truncated",
+                      f"{fix}, then rerun the same command or target: training resumes from its last checkpoint")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success. A write the disk refuses
+    (here or in the caller's block) is a ``WriteError`` naming ``path``; the temporary is removed either way."""
+    path, tmp = Path(path), None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(path)
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp = Path(name)
         yield tmp
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
+    except OSError as exc:
+        fault = write_fault(path, exc)
+        if fault is None:
+            raise
+        raise fault from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def make_folder(folder: str | os.PathLike) -> Path:
+    """``folder`` and the folders above it; a refusal is a ``WriteError`` naming it."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (write_fault(folder, exc) or exc) from exc
+    return folder
 
 
 def _remove_stale_temporaries(path: Path) -> None:
@@ -122,7 +172,14 @@ def torch_save(path: str | os.PathLike, obj: Any) -> None:
     path = Path(path)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
-            torch.save(obj, fh)
+            try:
+                torch.save(obj, fh)
+            except RuntimeError as exc:  # torch's archive writer, when a write of its own came up short
+                if "inline_container" not in str(exc):
+                    raise
+                fh.flush()  # the file's own error (ENOSPC, ...) names the fault when it has one
+                raise WriteError(f"cannot write {path}: torch's archive writer failed ({exc})",
+                                 f"check the disk that holds {path.parent} (df -h {path.parent}), then rerun") from exc
         new = file_sha256(tmp)
         _write_checksum(path, new, file_sha256(path) if path.is_file() else None)
     _write_checksum(path, new, None)

@@ -10,7 +10,10 @@ compares to decide a rerun are untouched:
   and a command still over ``MAX_LINE`` characters is continued over lines (`` \\``), one option a line;
 - a job's input, output and log lists and the file lists in its reason keep their first files and say
   how many more there are;
-- any other plain line longer than ``MAX_LINE`` is wrapped, and a spec in it (a failed command) shortened.
+- any other plain line longer than ``MAX_LINE`` is wrapped, and a spec in it (a failed command) shortened;
+- a job that Ctrl-C or SIGTERM stopped prints one line (its rule, output, log and how to resume) instead of a
+  RuleException / CalledProcessError block and an "Error in rule" block, and the closing WorkflowError says
+  how to resume.
 
 ``REPLICATE_FULL_PLAN=1`` turns it off (full commands, e.g. to copy a spec)."""
 
@@ -30,6 +33,10 @@ SPEC_MIN_CHARS = 80  # a quoted JSON object shorter than this is printed as it i
 # a single-quoted JSON object as shlex.quote writes it (a quote inside is closed, escaped, reopened)
 _QUOTED_JSON = re.compile(r"'\{(?:[^']|'\"'\"')*\}'")
 INTERRUPTED = "Terminating processes on user request"  # Snakemake's line when Ctrl-C stops a run
+# how a job's command ends when a signal stopped it: killed by it, or (our commands) exit 130 / 143 on it
+_STOPPED = re.compile(r"died with <Signals\.(SIGINT|SIGTERM): \d+>|returned non-zero exit status (130|143)\b")
+_HOW = {"SIGINT": "Ctrl-C", "130": "Ctrl-C", "SIGTERM": "SIGTERM", "143": "SIGTERM"}
+RESUME = "to resume, run the same snakemake command again"
 DRY_RUN = "This was a dry-run"  # Snakemake's last line of a plan (-n)
 
 
@@ -100,13 +107,16 @@ def wrap_long_lines(text: str, width: int = 100) -> str:
 
 
 class ShortPlanFilter(logging.Filter):
-    """Rewrites Snakemake's job-info, shell-command, job-error and plain records to short lines (never drops
-    one). After Ctrl-C a failed job's error says it was interrupted and where its log is, instead of
-    printing the whole log (each job printed its own one-line summary there: replicate/cli.py)."""
+    """Rewrites Snakemake's job-info, shell-command, job-error and plain records to short lines. A job that
+    Ctrl-C or SIGTERM stopped (after Snakemake's Ctrl-C line, or a command that died of / exited on the
+    signal) gives one line naming its log instead of its error blocks (the job printed its own one-line
+    summary there: replicate/cli.py); the only records dropped are those blocks' exception text."""
 
     def __init__(self):
         super().__init__()
-        self.interrupted = False
+        self.interrupted = False  # Snakemake said Ctrl-C stopped the run
+        self.how: str | None = None  # the signal that stopped the job whose "Error in rule" comes next
+        self.stopped = 0  # jobs reported stopped
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", "") or "")
@@ -124,14 +134,28 @@ class ShortPlanFilter(logging.Filter):
         elif event == "job_error":
             if isinstance(getattr(record, "shellcmd", None), str):
                 record.shellcmd = shorten_specs(record.shellcmd)
-            if self.interrupted and getattr(record, "log", None):
-                record.rule_msg = (f"interrupted (Ctrl-C); to resume, run the same snakemake command again; "
-                                   f"its log: {', '.join(record.log)}")
-                record.log = []
+            if self.interrupted or self.how:
+                self._one_line(record, self.how or "Ctrl-C")
         elif event in ("", "error") and isinstance(record.msg, str) and not record.args:  # plain lines, errors
             self.interrupted |= record.msg.startswith(INTERRUPTED)
+            exception = getattr(record, "exception", None)
+            if exception == "RuleException" and (m := _STOPPED.search(record.msg)):
+                self.how = _HOW[m.group(1) or m.group(2)]
+                return False  # the job's "Error in rule" record says it in one line
+            if exception == "WorkflowError" and self.stopped and "did not complete" in record.msg:
+                record.msg = f"stopped: {self.stopped} job(s) interrupted; {RESUME} (training resumes from its " \
+                             "last checkpoint)"
             record.msg = wrap_long_lines(shorten_specs(record.msg))
         return True
+
+    def _one_line(self, record: logging.LogRecord, how: str) -> None:
+        """Turn a stopped job's "Error in rule" record into one plain line."""
+        output = shorten_files(list(getattr(record, "output", None) or []), keep=1)
+        log = ", ".join(getattr(record, "log", None) or []) or "none"
+        record.event, record.args, self.how = None, None, None
+        record.msg = (f"interrupted ({how}): rule {getattr(record, 'rule_name', '?')}"
+                      f"{f' ({output[0]})' if output else ''}, its log: {log}; {RESUME}")
+        self.stopped += 1
 
 
 class PlanCostFilter(logging.Filter):

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 # Shapes of the prepared corpora (README "Local data"; checked against a real prepare run by
@@ -57,9 +59,41 @@ MEASURED_RNG_NUMBERS_PER_S_PER_THREAD = 55e6
 # +REAL 4,099 (2 threads, idle, 2026-12-07; paper/measured/tables/press_wolf_speed.csv). It scales both the
 # estimate and the time limit.
 AUGMENTED_LOSS_SLOWDOWN = {"al": 1.18, "real": 1.27}
+# GPU hours: an estimate until measured (no job of this project has been timed on a GPU yet). The stated rate:
+# one GPU sustains GPU_FLOPS of model math (the rate the GPU time limits assume), so a job's GPU hours are the
+# FLOPs its one-thread estimate stands for (one-thread hours x MEASURED_CPU_FLOPS_PER_THREAD) at that rate. The
+# recurrence's per-time-step latency is left out, so a small model's job will take longer than this.
+GPU_ESTIMATE = (f"estimated, not measured: one GPU at {GPU_FLOPS / 1e12:g} TFLOP/s sustained fp32 "
+                f"({GPU_FLOPS / MEASURED_CPU_FLOPS_PER_THREAD:.0f}x one measured CPU thread), the recurrence's "
+                "per-step latency left out")
+
+
+def gpu_hours(one_thread_hours: float) -> float:
+    """The GPU hours of work that takes ``one_thread_hours`` on one CPU thread (see GPU_ESTIMATE)."""
+    return one_thread_hours * MEASURED_CPU_FLOPS_PER_THREAD / GPU_FLOPS
+
+
 # A cluster time limit is at least this many times the job's expected wall time (expected_wall_min); tested.
 LIMIT_OVER_ESTIMATE = 1.5
 TWO_THREAD_SPEEDUP = 1.5  # a small-model job on two threads against one (measured: 1.4-1.6x)
+
+
+# a container's memory limit, where a cgroup (v2, then v1) sets one; "max" or a huge number: none
+CGROUP_MEMORY_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def machine_memory_gib() -> float:
+    """This machine's memory in GiB (its container's limit where that is lower), rounded down to 0.1 GiB:
+    the default of ``max_job_memory_gib``."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in CGROUP_MEMORY_LIMITS:
+        try:
+            limit = path.read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit))
+    return math.floor(total / 2**30 * 10) / 10
 
 
 def expected_wall_min(one_thread_min: float, threads: int) -> float:

@@ -17,10 +17,20 @@ PRESET = str(REPO_ROOT / "config" / "config.yaml")
     ("press_wolf:\n  overrides: {lr: 1e6}\n", ["lr='1e6'", "is a string, not a number: YAML 1.1"]),
     ("press_wolf:\n  overrides: {lr: .inf}\n", ["lr=inf is not allowed: inf is not a finite number"]),
     ("- a list\n", ["the top level is not a mapping"]),
+    ("press_wolf:\n  overrides:\n    lr: 1.0\n    clip: 5\n    lr: 2.0\n",
+     ["overlay.yaml: key 'lr' is given twice in one mapping (lines 3 and 5)"]),
+    ("protocol: smoke\nprotocol: reduced\n", ["key 'protocol' is given twice in one mapping (lines 1 and 2)"]),
+    ("folder", ["overlay.yaml is a folder, not a file"]),
+    (b"PK\x03\x04\x00\xff\xfe binary", ["overlay.yaml is not a text file (UTF-8 YAML)"]),
+    (b"a: 1\x00\x01", ["overlay.yaml is not a text file (UTF-8 YAML)"]),
 ])
 def test_a_bad_config_file_is_named(capsys, tmp_path, text, words):
     overlay = tmp_path / "overlay.yaml"
-    if text is not None:
+    if text == "folder":
+        overlay.mkdir()
+    elif isinstance(text, bytes):
+        overlay.write_bytes(text)
+    elif text is not None:
         overlay.write_text(text)
     assert cli.main(["check-config", PRESET, str(overlay)]) == 2
     err = capsys.readouterr().err
@@ -37,3 +47,11 @@ def test_the_presets_pass(capsys):
 
 def test_merge_as_snakemake_nested_keys_merge_lists_replace():
     assert merge({"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}) == {"a": {"b": 1, "c": [3]}}
+
+
+def test_keys_repeated_apart_or_through_a_merge_are_not_duplicates(tmp_path):
+    from replicate.config_check import load
+
+    path = tmp_path / "c.yaml"
+    path.write_text("base: &b {lr: 1.0, clip: 5}\na:\n  <<: *b\n  lr: 2.0\nb:\n  lr: 3.0\n")
+    assert load(path) == {"base": {"lr": 1.0, "clip": 5}, "a": {"lr": 2.0, "clip": 5}, "b": {"lr": 3.0}}

@@ -4,8 +4,6 @@ experiment by `python -m replicate costs`, and the generated table of docs/repro
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -37,7 +35,16 @@ def test_plan_is_added_up_per_experiment_and_unestimated_jobs_are_named():
     assert dict(parsed["inan"].unestimated) == {"inan_subspace_point": 1} and parsed["inan"].minutes == 0
     assert parsed[costs.OTHER].jobs == 1, "`all` is no job; data_summary is"
     text = costs.table(parsed)
-    assert "| press_wolf | 3 | 4.3 | press_wolf_table x1 |" in text and text.endswith("| total | 5 | 4.3 | |")
+    assert "| press_wolf | 3 | 4.3 | 0.1 | press_wolf_table x1 |" in text
+    assert text.endswith("| total | 5 | 4.3 | 0.1 |  |")
+
+
+def test_gpu_hours_come_from_the_stated_rate_and_say_they_are_an_estimate():
+    """The paper preset's 9,570 one-thread hours are ~130 GPU hours at the stated 2 TFLOP/s (74x one thread)."""
+    assert resources.gpu_hours(9570) == pytest.approx(9570 * 27e9 / 2e12, rel=0.01)
+    assert "estimated, not measured" in resources.GPU_ESTIMATE and "2 TFLOP/s" in resources.GPU_ESTIMATE
+    assert "GPU hours (estimate, not measured)" in costs.table(costs.parse_plan(PLAN)).splitlines()[0]
+    assert f"GPU hours: {resources.GPU_ESTIMATE}" in costs.docs_block([costs.parse_plan(PLAN)] * 2)
 
 
 def test_expected_time_comes_from_the_measured_throughput():
@@ -53,25 +60,28 @@ def _generated_block(page: str) -> str:
 
 
 @pytest.mark.slow
-def test_docs_cost_table_is_what_the_command_prints(workflow_dir):
-    """docs/reproducibility.md's table is the command's output for the default preset (regenerate:
+def test_docs_cost_table_is_what_the_command_plans(workflow_dir, monkeypatch):
+    """docs/reproducibility.md's block is the command's for the default and the paper preset (regenerate:
     python -m replicate costs --write-docs)."""
-    env = {**os.environ, "REPLICATE_DATA_DIR": str(data_dir()),
-           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "replicate", "costs", "--markdown", "all"], cwd=workflow_dir, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    monkeypatch.chdir(workflow_dir)
+    monkeypatch.setenv("REPLICATE_DATA_DIR", str(data_dir()))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    plans = [costs.parse_plan(costs.plan(args)) for _, args in costs.DOCS_PLANS]
     page = (REPO_ROOT / "docs" / "reproducibility.md").read_text(encoding="utf-8")
-    assert _generated_block(page) == costs.docs_block(proc.stdout.strip()).strip()
+    assert _generated_block(page) == costs.docs_block(plans).strip()
 
 
 def test_write_docs_replaces_only_the_block(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(f"# Costs\n\nbefore\n{costs.BLOCK_BEGIN}\nold\n{costs.BLOCK_END}\nafter\n", encoding="utf-8")
-    costs.write_docs("| t |", page=str(page))
+    plans = [costs.parse_plan(PLAN), costs.parse_plan(PLAN.replace("=129", "=6000"))]
+    costs.write_docs(plans, page=str(page))
     text = page.read_text(encoding="utf-8")
     assert text.startswith("# Costs\n\nbefore\n") and text.endswith(f"{costs.BLOCK_END}\nafter\n")
-    assert _generated_block(text) == costs.docs_block("| t |").strip() and "old" not in text
+    assert _generated_block(text) == costs.docs_block(plans).strip() and "old" not in text
+    assert costs.table(plans[0]) in text
+    assert ("The paper preset (`python -m replicate costs all --configfile config/paper.yaml`): 5 jobs, 102.2 "
+            "estimated one-thread hours, 1.4 GPU hours (estimate, not measured).") in text
 
 
 def test_headline_adds_up_the_jobs_and_names_the_longest():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import http.server
 import io
@@ -16,6 +17,7 @@ import pytest
 import torch
 
 from replicate import data
+from replicate import io as rio
 from replicate.errors import ReplicateError
 
 
@@ -81,6 +83,49 @@ def test_checksum_mismatch_leaves_nothing(data_dir, tmp_path):
     assert "checksum mismatch for ptb.test.txt" in str(err.value)
     assert not (tmp_path / "out" / "ptb.test.txt").exists()
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".")], "temp file left behind"
+
+
+def test_a_full_disk_names_the_file_written_not_the_source(data_dir, tmp_path, monkeypatch):
+    """shutil.copyfile's ENOSPC carries the source as its file name; the error names the destination."""
+    local = _local_copy(data_dir, tmp_path)
+
+    def full(src, dst):
+        with open(dst, "wb") as fh:
+            fh.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device", str(src), None, str(dst))
+
+    monkeypatch.setattr(data.shutil, "copyfile", full)
+    out = tmp_path / "out"
+    with pytest.raises(rio.WriteError, match=rf"cannot write {out / 'ptb.train.txt'}: the disk is full") as err:
+        data.fetch("ptb", out, local_dir=local)
+    assert str(local) not in str(err.value)
+    assert list(out.iterdir()) == []
+
+
+def test_a_read_only_destination_folder_is_named(data_dir, tmp_path, monkeypatch):
+    out = tmp_path / "raw"
+
+    def refused(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(self))
+
+    monkeypatch.setattr(type(out), "mkdir", refused)
+    with pytest.raises(rio.WriteError, match=rf"cannot write {out}: no permission to write there"):
+        data.fetch("ptb", out, local_dir=data_dir)
+
+
+def test_a_full_disk_during_a_download_stops_at_the_first_mirror(tmp_path, monkeypatch):
+    """A write the disk refuses is not a network failure: the next mirror is not tried."""
+    tried = []
+
+    def full(url, known_hash, fname, path, downloader):
+        tried.append(url)
+        raise OSError(errno.ENOSPC, "No space left on device", str(path / "tmpd0wnl0ad"))
+
+    _with_mirrors(monkeypatch, "ptb", ("raw", "http://one/"), ("raw", "http://two/"))
+    monkeypatch.setattr(data.pooch, "retrieve", full)
+    with pytest.raises(rio.WriteError, match=rf"cannot write {tmp_path / 'out' / 'tmpd0wnl0ad'}: the disk is full"):
+        data.fetch("ptb", tmp_path / "out")
+    assert tried == ["http://one/ptb.train.txt"]
 
 
 def test_truncated_file_is_rejected(data_dir, tmp_path):

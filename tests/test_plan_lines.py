@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
-from support.workflow import run_snakemake
+import pytest
+
+from support.workflow import REPO_ROOT, run_snakemake
 from replicate import plan_lines
 
 SPEC = {"name": "small_wt/seed1", "settings": {"size": "small", "tying": "tied", "note": "it's the paper's"}}
@@ -93,17 +101,85 @@ def _record(event, **fields):
     return record
 
 
-def test_after_ctrl_c_a_failed_job_names_its_log_instead_of_printing_it():
+def _error(exception: str, msg: str):
+    return _record("error", msg=msg, exception=exception)
+
+
+def _job_error(**fields):
+    return _record("job_error", rule_name="press_wolf_train", jobid=3, rule_msg=None, shellcmd=_command(SPEC),
+                   log=["results/logs/press_wolf/small/seed1.log"],
+                   output=["results/press_wolf/small/seed1/metrics.json"], **fields)
+
+
+def test_after_ctrl_c_a_stopped_job_is_one_line_that_says_how_to_resume():
     filt = plan_lines.ShortPlanFilter()
-    failed = _record("job_error", log=["results/logs/press_wolf/small/seed1.log"], rule_msg=None,
-                     shellcmd=_command(SPEC))
-    assert filt.filter(failed) and failed.log == ["results/logs/press_wolf/small/seed1.log"], "not interrupted yet"
+    failed = _job_error()
+    assert filt.filter(failed) and failed.event == "job_error", "a failure before any interrupt keeps its block"
     assert "<spec sha256 " in failed.shellcmd
-    filt.filter(_record(None, msg="Terminating processes on user request, this might take some time."))
-    failed = _record("job_error", log=["results/logs/press_wolf/small/seed1.log"], rule_msg=None, shellcmd="x")
-    assert filt.filter(failed) and failed.log == []
-    assert failed.rule_msg == ("interrupted (Ctrl-C); to resume, run the same snakemake command again; "
-                               "its log: results/logs/press_wolf/small/seed1.log")
+    assert filt.filter(_record(None, msg="Terminating processes on user request, this might take some time."))
+    rule_exception = _error("RuleException", "RuleException:\nCalledProcessError in file Snakefile, line 7:\n"
+                                             f"Command 'set -euo pipefail; {_command(SPEC)}' returned non-zero exit "
+                                             "status 130.")
+    assert not filt.filter(rule_exception), "the exception block of a stopped job is not printed"
+    failed = _job_error()
+    assert filt.filter(failed) and failed.event is None and failed.args is None
+    assert failed.msg == ("interrupted (Ctrl-C): rule press_wolf_train (results/press_wolf/small/seed1/metrics.json), "
+                          "its log: results/logs/press_wolf/small/seed1.log; to resume, run the same snakemake command "
+                          "again")
+    closing = _error("WorkflowError", "WorkflowError:\nAt least one job did not complete successfully.")
+    assert filt.filter(closing) and closing.msg.startswith("stopped: 1 job(s) interrupted; to resume, run the same")
+
+
+def test_a_job_that_sigterm_stopped_is_one_line_and_other_failures_keep_their_blocks():
+    filt = plan_lines.ShortPlanFilter()
+    other = _error("RuleException", "RuleException:\nCommand 'x' returned non-zero exit status 2.")
+    assert filt.filter(other)
+    failed = _job_error()
+    assert filt.filter(failed) and failed.event == "job_error", "a real failure keeps its block"
+    closing = _error("WorkflowError", "WorkflowError:\nAt least one job did not complete successfully.")
+    assert filt.filter(closing) and "did not complete" in closing.msg
+    assert not filt.filter(_error("RuleException", "RuleException:\nCommand 'x' died with <Signals.SIGTERM: 15>."))
+    failed = _job_error()
+    assert filt.filter(failed) and failed.msg.startswith("interrupted (SIGTERM): rule press_wolf_train")
+
+
+@pytest.mark.slow
+def test_ctrl_c_prints_one_line_per_running_job(tmp_path):
+    """A real Snakemake run of two sleeping jobs (no training), Ctrl-C to its process group once both run."""
+    (tmp_path / "Snakefile").write_text(textwrap.dedent('''\
+        from snakemake.logging import logger
+        from replicate import plan_lines
+        plan_lines.install(logger, 2)
+
+        rule all:
+            input: "out1", "out2"
+
+        rule sleeper:
+            output: "out{i}"
+            log: "logs/s{i}.log"
+            shell: "python -c 'import sys, time; print(1, flush=True)\\ntry: time.sleep(60)\\nexcept KeyboardInterrupt: sys.exit(130)' > {log} 2>&1; touch {output}"
+        '''))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 120
+        while not all((tmp_path / f"logs/s{i}.log").is_file() and (tmp_path / f"logs/s{i}.log").read_text()
+                      for i in (1, 2)):
+            assert time.time() < deadline, "the jobs did not start"
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    stopped = [line for line in out.splitlines() if line.startswith("interrupted (Ctrl-C): rule sleeper")]
+    assert sorted(stopped) == [f"interrupted (Ctrl-C): rule sleeper (out{i}), its log: logs/s{i}.log; to resume, run "
+                               "the same snakemake command again" for i in (1, 2)], out
+    for block in ("RuleException", "CalledProcessError", "WorkflowError", "Error in rule"):
+        assert block not in out, out
 
 
 def test_a_failed_command_in_a_plain_message_prints_its_spec_short():

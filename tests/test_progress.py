@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -63,3 +64,48 @@ def test_interval_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(progress.ENV_INTERVAL, "soon")
     with pytest.raises(ReplicateError, match="REPLICATE_PROGRESS_SECONDS"):
         progress.interval_from_env()
+
+
+DONE = "[small_wt/seed1] done: train 60.00 (clean 58.00) valid 130.00 test 125.00"
+
+
+def test_a_job_that_ended_is_not_listed_and_a_new_run_in_its_log_is(tmp_path):
+    """The runner's done line (or the CLI's error / interrupted line) ends a job: its last batch line
+    ("ETA 0h00m00s") is not printed as if it still ran."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    watcher = progress.ProgressWatcher(logs, lambda line: None, interval=60)
+    log = logs / "small_wt.log"
+    _write(log, BATCH.replace("400/1327", "1327/1327").replace("3/13", "13/13").replace("1h20m", "0h00m00s"), DONE)
+    assert watcher.check() == []
+    _write(log, BATCH)  # the next run of a point job (another seed) in the same log
+    assert [line.split(":")[0] for line in watcher.check()] == ["progress small_wt"]
+    _write(log, BATCH, "error: run small_wt/seed1: non-finite result")
+    assert watcher.check() == []
+
+
+def test_the_run_line_adds_up_the_planned_jobs_done_and_running(tmp_path):
+    """Three planned jobs of 60, 120 and 240 one-thread minutes: the first wrote its output since the start
+    (done), the second's log is at epoch 2 of 4, batch 50 of 100 (3/8 reached), the third has not started."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    out = tmp_path / "a.json"
+    plan = [progress.PlannedJob(logs / "a.log", 60, (out,)),
+            progress.PlannedJob(logs / "b.log", 120, (tmp_path / "b",)),
+            progress.PlannedJob(logs / "c.log", 240, (tmp_path / "c",))]
+    watcher = progress.ProgressWatcher(logs, lambda line: None, interval=60, plan=plan, cores=2)
+    _write(logs / "a.log", BATCH)
+    out.write_text("{}")
+    _write(logs / "b.log", "[b] epoch 2/4 batch 50/100 loss 5 ppl 150 lr 1 1650 tok/s ETA 1h00m00s (training only)")
+    lines = watcher.check()
+    assert [line.split(":")[0] for line in lines] == ["progress b", "progress run"], "a finished job is not listed"
+    assert lines[-1] == ("progress run: about 1.8 of 7.0 estimated one-thread hours done (25 %), 5.2 h left (at least "
+                         "2.6 h on 2 cores); 1 of 3 estimated jobs done, 1 running")
+    assert watcher.check() == [], "nothing moved: no line, the run's neither"
+
+
+def test_planned_takes_the_jobs_with_an_estimate():
+    job = SimpleNamespace(log=["logs/x.log"], output=["results/x.json"], resources={"one_thread_min": 90})
+    cheap = SimpleNamespace(log=[], output=["t.csv"], resources={})
+    assert progress.planned([job, cheap]) == [progress.PlannedJob(progress.Path("logs/x.log"), 90.0,
+                                                                  (progress.Path("results/x.json"),))]

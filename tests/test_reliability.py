@@ -1,11 +1,13 @@
 """No wrong number reaches a result, a table or the bundle: strict JSON, diverged runs stopped before
 metrics.json, tables and publish refusing non-finite numbers, runs mislabelled with a preset and tables built
-from skipped runs, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644."""
+from skipped runs, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644, a
+full disk at the engine's checkpoint named, ``inan subspace`` refusing bad values named."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import io
 import json
 import math
@@ -284,3 +286,61 @@ def test_result_files_are_readable_by_all_and_stale_temporaries_go(tmp_path):
     rio.write_json(tmp_path / "t.json", {"v": 1})
     assert (tmp_path / "t.json").stat().st_mode & 0o777 == 0o666 & ~umask
     assert not stale.exists() and fresh.exists()  # a fresh one may be another writer's
+
+
+# ----------------------------------------------------------------------------- 6. I/O faults
+def test_a_full_disk_at_the_engines_checkpoint_stops_the_run_naming_the_checkpoint(corpus, tmp_path, monkeypatch):
+    """The run as the runner drives it: the frozen engine saves through replicate.io, so a full disk during
+    torch.save is a named error with the checkpoint's path (not torch's RuntimeError), and no result is written."""
+    def full(obj, fh, *args, **kwargs):
+        fh.write(b"PK")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full)
+    with pytest.raises(ReplicateError, match=rf"cannot write {tmp_path / 'checkpoint.pt'}: the disk is full"):
+        runner.train_run(SPEC, corpus, tmp_path, threads=1, device="cpu", log=quiet)
+    assert not (tmp_path / "metrics.json").exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+# ----------------------------------------------------------------------------- 7. inan subspace: bad values named
+POINT = {"subspace": {"slice_words": 100, "hidden_size": 4, "num_layers": 2, "init_scale": 0.1, "batch_size": 2,
+                      "bptt": 5, "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
+                      "eval_max_tokens": 20, "max_batches": 2, "log_every": 100},
+         "tau": 10.0, "beta": 1.0, "seeds": [1]}
+
+
+def _subspace(corpus, tmp_path, spec) -> tuple[int, str]:
+    rio.torch_save(tmp_path / "corpus.pt", {"vocab": corpus.vocab, "train": corpus.train, "valid": corpus.valid,
+                                            "test": corpus.test})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = cli.main(["inan", "subspace", "--spec", json.dumps(spec), "--corpus", str(tmp_path / "corpus.pt"),
+                       "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "point.json"), "--threads", "1"])
+    return rc, out.getvalue()
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"beta": 1.5}, "beta=1.5 is not allowed: 1.5 is greater than the maximum of 1"),
+    ({"tau": -1}, "tau=-1 is not allowed"),
+    ({"tau": "x"}, "tau='x' is not allowed: 'x' is not of type 'number'"),
+    ({"seeds": []}, "seeds=[] is not allowed"),
+    ({"seeds": ["a"]}, "seeds=['a'] is not allowed"),
+    ({"seeds": None}, "seeds=None is not allowed"),
+    ({"subspace": {**POINT["subspace"], "slice_words": 5}}, "slice_words=5 is not allowed"),
+    ({"subspace": {**POINT["subspace"], "lrr": 1}}, "unknown key 'lrr' (did you mean 'lr'?)"),
+    ({"subspace": {"lr": 1}}, "--spec lacks the subspace settings"),
+])
+def test_inan_subspace_names_a_bad_value_and_writes_nothing(corpus, tmp_path, change, words):
+    rc, out = _subspace(corpus, tmp_path, {**POINT, **change})
+    assert rc == 2 and words in out and "fix:" in out and "Traceback" not in out, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.pt", "corpus.pt.sha256"]
+
+
+def test_inan_subspace_writes_its_point_readable_by_all_and_no_temporary(corpus, tmp_path):
+    umask = os.umask(0o022)
+    os.umask(umask)
+    rc, out = _subspace(corpus, tmp_path, POINT)
+    assert rc == 0, out
+    for written in (tmp_path / "point.json", tmp_path / "work" / "seed1.json"):
+        assert written.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
+    assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp"))

@@ -90,6 +90,21 @@ def _eval_resource(value, attempt, threads=2):
     return value if isinstance(value, int) else eval(str(value), {"attempt": attempt, "threads": threads})
 
 
+def test_the_memory_limit_defaults_to_this_machines_memory(tmp_path, monkeypatch):
+    """/proc/meminfo's MemTotal, rounded down to 0.1 GiB; a container's lower cgroup limit wins, "max" is none."""
+    total_kib = int(re.search(r"^MemTotal:\s+(\d+) kB", open("/proc/meminfo").read(), re.M).group(1))
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    monkeypatch.setattr(res, "CGROUP_MEMORY_LIMITS", (v2, v1))
+    assert res.machine_memory_gib() == int(total_kib / 2**20 * 10) / 10
+    v2.write_text("max\n")
+    v1.write_text(f"{2**63 - 4096}\n")
+    assert res.machine_memory_gib() == int(total_kib / 2**20 * 10) / 10
+    v2.write_text(f"{3 * 2**30 + 2**29}\n")
+    assert res.machine_memory_gib() == 3.5
+    schema = yaml.safe_load((REPO_ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert "default" not in schema["properties"]["max_job_memory_gib"]  # not a fixed number: the machine's
+
+
 def test_slurm_profile_is_valid():
     prof = yaml.safe_load(SLURM_PROFILE.read_text())
     assert prof["executor"] == "slurm"

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, job_counts, printed_specs, run_snakemake
+from replicate.resources import machine_memory_gib
 
 # Lints we keep on purpose (justified in docs/reproducibility.md, "Lints we accept"). Anything else fails the test.
 ACCEPTED_LINTS = {"Specify a conda environment or container for each rule."}
@@ -139,7 +140,7 @@ PLAN_REFUSALS = [
     ("pw-non-numeric", PW.format("small@lr=fast"), None, ["lr='fast'", "a number in (0, 100]"]),
     ("pw-seed-override", PW.format("small@seed=3"), None, ["seed is not a cell override"]),
     ("pw-out-of-memory", PW.format("small@hidden_size=16000"), None,
-     ["estimated memory", "over max_job_memory_gib = 64 GiB"]),
+     ["estimated memory", f"over max_job_memory_gib = {machine_memory_gib()} GiB"]),
     ("pw-limit-from-config", PW.format("small"), "max_job_memory_gib: 1\n",
      ["Press & Wolf run small/seed1", "over max_job_memory_gib = 1 GiB"]),
     ("pw-ablation-in-config", "all",  # the preset's table6 lists its ablation: an overlay keeps it
@@ -166,7 +167,7 @@ PLAN_REFUSALS = [
     ("config-misspelt-key", "all", "press_wolf:\n  overrides: {epoch: 3}\n",
      ["unknown key 'press_wolf.overrides.epoch' (did you mean 'epochs'?)"]),
     ("sweep-out-of-memory", "all", "initial_loss:\n  widths: [64, 32768]\n",
-     ["sweep point d=32768", "estimated memory", "over max_job_memory_gib = 64 GiB"]),
+     ["sweep point d=32768", "estimated memory", f"over max_job_memory_gib = {machine_memory_gib()} GiB"]),
     ("sweep-odd-heads", "results/initial_loss/runs/d130.csv", None, ["width 130 does not split into 2 heads"]),
     ("pw-nan-lr", PW.format("small@lr=nan"), None, ["lr=nan is not allowed: nan is not a finite number"]),
     ("pw-key-twice", PW.format("small@lr=0.5@lr=2"), None, ["lr is given twice"]),

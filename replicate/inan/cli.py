@@ -112,9 +112,11 @@ def _subspace(args) -> int:
     from replicate import io as rio
     from replicate.data import load_corpus
     from replicate.inan.subspace_exp import run_point
+    from replicate.inan.subspace_spec import check_point_spec
 
     started = provenance.now()
     spec = load_spec(args.spec)
+    check_point_spec(spec)
     dev = devices.resolve_device(args.device)
     devices.setup(args.threads, args.allow_tf32)
     result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=log)

@@ -42,11 +42,12 @@ def R(*rel):
 
 onstart:
     # What the run costs, before its first job (replicate/costs.py), then one progress line per running
-    # training job, read from the jobs' logs (at most one per job per REPLICATE_PROGRESS_SECONDS, default 60;
-    # 0 turns it off; replicate/progress.py).
-    costs.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in workflow.dag.needrun_jobs()],
+    # training job, read from the jobs' logs, and one for the whole run (at most one each per
+    # REPLICATE_PROGRESS_SECONDS, default 60; 0 turns it off; replicate/progress.py).
+    jobs = list(workflow.dag.needrun_jobs())
+    costs.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in jobs],
                    given_cores(), config["cost_notice_hours"], _snakemake_logger.info)
-    progress.start(R("logs"), _snakemake_logger.info)
+    progress.start(R("logs"), _snakemake_logger.info, progress.planned(jobs), given_cores())
 
 
 onsuccess:

@@ -15,7 +15,10 @@ from replicate.lstm.config import resolve as _lstm_resolve
 from replicate.validate import check_memory
 
 MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
-              "(e.g. --config max_job_memory_gib=128) if the machine or cluster node has the memory")
+              "(e.g. --config max_job_memory_gib=128; its default is this machine's memory) if the machine or "
+              "cluster node has the memory")
+# the most memory one job may need: the config's, else this machine's (a cluster node's: set it)
+MAX_JOB_MEMORY_GIB = config.get("max_job_memory_gib") or _res.machine_memory_gib()
 
 # 'cuda' when the config asks for a GPU (device: cuda or cuda:N), else 'cpu'.
 DEVICE_KIND = _res.device_kind(config["device"])
@@ -48,7 +51,7 @@ def _lstm(settings_of, dataset, wildcards, threads):
 
 def check_lstm_memory(settings, dataset, threads, where):
     """Refuse an LSTM run whose estimated memory is over max_job_memory_gib (a SettingError naming it)."""
-    check_memory(lstm_estimate_of(settings, dataset, threads).mem_mb, config["max_job_memory_gib"], where=where,
+    check_memory(lstm_estimate_of(settings, dataset, threads).mem_mb, MAX_JOB_MEMORY_GIB, where=where,
                  fix=MEMORY_FIX)
 
 
@@ -104,7 +107,7 @@ def augmented_loss_slowdown(wildcards):
 
 def check_sweep_memory(section, width, where):
     """Refuse an initial-loss sweep point whose estimated memory is over max_job_memory_gib."""
-    check_memory(_res.sweep_estimate(section, width).mem_mb, config["max_job_memory_gib"], where=where,
+    check_memory(_res.sweep_estimate(section, width).mem_mb, MAX_JOB_MEMORY_GIB, where=where,
                  fix=MEMORY_FIX)
 
 
