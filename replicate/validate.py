@@ -55,6 +55,8 @@ def reason(error: jsonschema.ValidationError) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r} is not a finite number"
     if error.validator == "type" and isinstance(value, str) and isinstance(parse_text(value), (int, float)):
+        if isinstance(yaml.safe_load(value), (int, float)):  # YAML reads it as a number: it was quoted
+            return f"{value!r} is a string, not a number: it is quoted (write it without quotes)"
         return (f"{value!r} is a string, not a number: YAML 1.1 reads a number with an exponent as text unless "
                 f"it has a dot and a signed exponent (write 1.0e+6, not 1e6 or 1.0e6)")
     return error.message

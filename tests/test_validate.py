@@ -135,6 +135,10 @@ def test_config_with_nan_or_a_yaml_string_number_is_refused_by_name():
     overlay = yaml.safe_load("overrides: {lr: 1.0e6}")  # YAML 1.1: no dot-and-signed-exponent, so a string
     with pytest.raises(SettingError, match=r"lr='1\.0e6' is not allowed: '1\.0e6' is a string, not a number: YAML 1\.1"):
         SCHEMAS.check_config(overlay, "press_wolf.schema.yaml", "press_wolf")
+    quoted = yaml.safe_load('overrides: {lr: "0.5"}')  # a number in quotes: no exponent to blame
+    with pytest.raises(SettingError, match=r"'0\.5' is a string, not a number: it is quoted") as refused:
+        SCHEMAS.check_config(quoted, "press_wolf.schema.yaml", "press_wolf")
+    assert "exponent" not in str(refused.value)
 
 
 def test_config_readme_states_the_engine_ranges_of_the_schema():
