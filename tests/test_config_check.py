@@ -6,7 +6,7 @@ import pytest
 
 from support.workflow import REPO_ROOT
 from replicate import cli
-from replicate.config_check import merge
+from replicate.experiments import merge
 
 PRESET = str(REPO_ROOT / "config" / "config.yaml")
 
