@@ -77,8 +77,9 @@ def test_train_writes_the_attempt_log_and_drops_the_checkpoint(tmp_path, monkeyp
     corpus = tmp_path / "corpus.pt"
     rio.torch_save(corpus, {"vocab": [f"w{i}" for i in range(30)], "train": stream, "valid": stream[:400].clone(),
                             "test": stream[400:800].clone()})
-    args = train_command(corpus, tmp_path / "results", {"hidden_size": 8, "batch_size": 4, "epochs": 1,
-                                                         "max_batches": 3, "eval_max_tokens": 200})[4:]
+    monkeypatch.chdir(tmp_path)
+    args = train_command(corpus, tmp_path, {"hidden_size": 8, "batch_size": 4, "epochs": 1, "max_batches": 3,
+                                            "eval_max_tokens": 200})[4:]
     out = tmp_path / "results" / "press_wolf" / "small" / "seed1"
     assert main(args) == 0
     assert (out / "checkpoint.pt").is_file() and (out / "metrics.json").is_file()

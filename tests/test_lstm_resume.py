@@ -36,24 +36,25 @@ def tiny_corpus(tmp_path_factory) -> Path:
     return path
 
 
-def _command(corpus: Path, results: Path, **settings) -> tuple[list[str], Path]:
-    """The command that trains SPEC's settings (as press_wolf.overrides) under ``results``, and its run folder."""
+def _command(corpus: Path, root: Path, **settings) -> tuple[list[str], Path]:
+    """The command that trains SPEC's settings (as press_wolf.overrides) in ``root``, and its run folder."""
     overrides = {k: v for k, v in {**SPEC["settings"], **settings}.items() if k != "size"}
-    return train_command(corpus, results, overrides), results / "press_wolf" / "small" / "seed1"
+    return train_command(corpus, root, overrides), root / "results" / "press_wolf" / "small" / "seed1"
 
 
 def _env():
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
+
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
     (ref_cmd, ref_dir), (cmd, run_dir) = _command(tiny_corpus, tmp_path / "ref"), _command(tiny_corpus, tmp_path / "killed")
-    subprocess.run(ref_cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    subprocess.run(ref_cmd, cwd=tmp_path / "ref", check=True, env=_env(), capture_output=True, timeout=300)
     reference = rio.read_json(ref_dir / "metrics.json")
 
     log = open(tmp_path / "killed.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
+    proc = subprocess.Popen(cmd, cwd=tmp_path / "killed", stdout=log, stderr=subprocess.STDOUT, env=_env())
     deadline = time.time() + 240
     while "epoch 2/2 batch 100/" not in (tmp_path / "killed.log").read_text():
         assert proc.poll() is None, "run ended before it could be killed"
@@ -66,7 +67,8 @@ def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
     assert state["epoch"] == 1 and 0 < state["batch"] < 299, "the kill must land inside epoch 2"
     assert not (run_dir / "metrics.json").exists()
 
-    rerun = subprocess.run(cmd, check=True, env=_env(), capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(cmd, cwd=tmp_path / "killed", check=True, env=_env(), capture_output=True, text=True,
+                           timeout=300)
     assert "resumed from" in rerun.stdout
     attempts = (run_dir / "train.log").read_text().split("=== attempt 2 started ")
     assert len(attempts) == 2 and "=== attempt 1 started " in attempts[0] and "starts from scratch" in attempts[0]
@@ -82,13 +84,13 @@ def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
 @pytest.mark.slow
 def test_checkpoint_of_other_settings_is_refused(tiny_corpus, tmp_path):
     cmd, out = _command(tiny_corpus, tmp_path, epochs=1)
-    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    subprocess.run(cmd, cwd=tmp_path, check=True, env=_env(), capture_output=True, timeout=300)
     cmd, out = _command(tiny_corpus, tmp_path, epochs=1, hidden_size=12)
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2  # the finished run is not overwritten by other settings (run_checks)
     assert "holds a finished run whose settings differ" in proc.stderr and "hidden_size: 16 -> 12" in proc.stderr
     (out / "metrics.json").unlink()  # as Snakemake does before a rerun: then the checkpoint is refused
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "belongs to different settings" in proc.stderr and "fix: delete" in proc.stderr
 

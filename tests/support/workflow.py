@@ -75,13 +75,13 @@ def inan_specs(*configfiles: str, kind: str = "table1") -> list[dict]:
     return [experiments.resolve_run(config, "inan", i).spec for i in ids]
 
 
-def train_command(corpus: Path, results: Path, settings: dict, run_id: str = "small/seed1") -> list[str]:
-    """`python -m replicate train press_wolf <run_id>` on a test corpus (copied to ``results``' PTB corpus) with
-    ``settings`` as press_wolf.overrides over the default preset, results under ``results``."""
-    (results / "data" / "ptb").mkdir(parents=True, exist_ok=True)
-    shutil.copy(corpus, results / "data" / "ptb" / "corpus.pt")
-    overlay = results / "overlay.yaml"
-    overlay.write_text(json.dumps({"results_dir": str(results), "press_wolf": {"overrides": settings}}))
+def train_command(corpus: Path, root: Path, settings: dict, run_id: str = "small/seed1") -> list[str]:
+    """`python -m replicate train press_wolf <run_id>`, to run in ``root``, on a test corpus (copied to the PTB
+    corpus of ``root/results``) with ``settings`` as press_wolf.overrides over the default preset."""
+    (root / "results" / "data" / "ptb").mkdir(parents=True, exist_ok=True)
+    shutil.copy(corpus, root / "results" / "data" / "ptb" / "corpus.pt")
+    overlay = root / "overlay.yaml"
+    overlay.write_text(json.dumps({"results_dir": "results", "press_wolf": {"overrides": settings}}))
     return [sys.executable, "-m", "replicate", "train", "press_wolf", run_id, "--configfile",
             str(REPO_ROOT / "config" / "config.yaml"), str(overlay), "--threads", "1", "--device", "cpu"]
 
