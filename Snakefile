@@ -2,10 +2,10 @@
 # Thin on purpose: config, validation, rule files. All logic lives in the `replicate` package.
 import os
 
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version, validate  # validate: report.smk fills the paper preset's defaults
 
-from replicate.validate import CONFIG_SECTIONS, Schemas
+from replicate.experiments import check_config
+from replicate.validate import Schemas
 
 min_version("9.0")
 
@@ -21,17 +21,10 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
-# The config's schemas (also used by the rules' plan-time checks of values in a target's path, common.smk).
+# The config checked (defaults filled in, then every configured run resolved) as `python -m replicate train` and
+# `check-config` check it: replicate/experiments.py. SCHEMAS: the plan-time checks of values in a target's path.
 SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
-for _name in CONFIG_SECTIONS:
-    _data = config if _name == "config" else config[_name]
-    _prefix = "" if _name == "config" else _name
-    try:
-        validate(_data, f"workflow/schemas/{_name}.schema.yaml")  # also fills in the schema's defaults
-    except WorkflowError:
-        SCHEMAS.check_config(_data, f"{_name}.schema.yaml", _prefix)  # the short message
-        raise
-    SCHEMAS.check_config(_data, f"{_name}.schema.yaml", _prefix)  # what JSON Schema lets through: nan, inf
+RUNS = check_config(config, SCHEMAS.directory)
 
 
 envvars:
@@ -45,6 +38,7 @@ wildcard_constraints:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/resources.smk"
+include: "workflow/rules/runs.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/initial_loss_common.smk"
 include: "workflow/rules/initial_loss.smk"

@@ -14,6 +14,7 @@ from replicate.errors import ReplicateError
 from replicate.run_checks import check_command
 
 COMMANDS = {
+    "train": ("replicate.train_cli", "train (or resume) one run of an experiment: train <experiment> <run_id>"),
     "data": ("replicate.data_cli", "fetch, prepare and summarise the data sets"),
     "initial-loss": ("replicate.initial_loss.cli", "initial-loss sweep (Llama-style transformer), theory, model families"),
     "report": ("replicate.report.cli", "assemble results/report/{report.md,index.html}"),

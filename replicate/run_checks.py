@@ -1,9 +1,9 @@
 """The checks of one run's values that every entry point shares, against workflow/schemas/.
 
-The workflow calls them while it builds the DAG (workflow/rules/*_common.smk); ``python -m replicate``
-calls them through ``check_command`` before a training or sweep command starts, so a ``--spec`` or a
-``--width`` typed by hand is refused with the same named message as a value in a target's path. Imports
-nothing heavy.
+The workflow calls them while it builds the DAG (workflow/rules/*_common.smk, the experiments' runs.py);
+``python -m replicate`` calls them through ``check_command`` before a sweep or scale command starts, so a
+``--spec`` or a ``--width`` typed by hand is refused with the same named message as a value in a target's path.
+Imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from replicate.lstm.config import PRESETS
 from replicate.validate import SCHEMA_DIR, Schemas, SettingError, parse_text
 
 SCHEMAS = Schemas(SCHEMA_DIR)
-ENGINE_FIX = ("change the value (a cell's @key=value, the config's overrides, or the --spec); every engine key "
+ENGINE_FIX = ("change the value (a cell's @key=value, or the config's overrides); every engine key "
               "and its range: config/README.md, section lstm")
 
 
@@ -78,27 +78,6 @@ def check_sweep_width(width: Any, head_dim: int, where: str) -> int:
     return width
 
 
-def _press_wolf_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
-    check_engine_settings(spec.get("settings", {}), f"press-wolf train {spec.get('name', '--spec')}")
-
-
-def _inan_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
-    from replicate.inan.train import run_settings
-
-    where = f"inan train {spec.get('dataset')}/{spec.get('size')}_{spec.get('variant')}"
-    for key in ("dataset", "size"):
-        SCHEMAS.check(spec.get(key), f"inan.schema.yaml#/properties/ablation/properties/{key}", key=key,
-                      where=where, fix="pass the rule's --spec")
-    merged = {**spec.get("size_settings", {}), **(spec.get("overrides") or {})}
-    for key in ("tau", "gamma", "tau_power"):  # the augmented loss's own settings
-        if merged.get(key) is not None:
-            SCHEMAS.check(merged[key], f"inan.schema.yaml#/$defs/size/properties/{key}", key=key, where=where,
-                          fix="change it in inan.sizes (or the ablation's tau / gamma)")
-    engine, _ = run_settings(spec.get("size_settings", {}), spec["size"], spec.get("variant"), spec.get("seed", 0),
-                             spec.get("overrides"))
-    check_engine_settings(engine, where)
-
-
 def _initial_loss_sweep(spec: dict[str, Any], args: argparse.Namespace) -> None:
     if args.width is None:
         return  # argparse of the command names the missing --width
@@ -141,8 +120,6 @@ def _scale_transformer(spec: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 CHECKS: dict[tuple[str, str], Callable[[dict[str, Any], argparse.Namespace], None]] = {
-    ("press-wolf", "train"): _press_wolf_train,
-    ("inan", "train"): _inan_train,
     ("initial-loss", "sweep"): _initial_loss_sweep,
     ("scale", "train"): _scale_train,
     ("scale", "transformer"): _scale_transformer,

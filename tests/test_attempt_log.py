@@ -14,6 +14,7 @@ import torch
 
 from replicate import io as rio
 from replicate.cli_common import ATTEMPT_LOG, training_attempt
+from support.workflow import train_command
 
 
 def _attempts(folder):
@@ -68,23 +69,22 @@ def test_drop_checkpoint_deletes_it_only_when_the_run_finished(tmp_path):
     assert "checkpoint.pt deleted" in _attempts(tmp_path)[1]
 
 
-def test_press_wolf_train_writes_the_attempt_log_and_drops_the_checkpoint(tmp_path):
-    from replicate.press_wolf.cli import main
+def test_train_writes_the_attempt_log_and_drops_the_checkpoint(tmp_path, monkeypatch):
+    from replicate.train_cli import main
 
     g = torch.Generator().manual_seed(0)
     stream = torch.randint(0, 30, (3000,), generator=g)
     corpus = tmp_path / "corpus.pt"
     rio.torch_save(corpus, {"vocab": [f"w{i}" for i in range(30)], "train": stream, "valid": stream[:400].clone(),
                             "test": stream[400:800].clone()})
-    spec = {"name": "tiny/seed1", "settings": {"size": "small", "hidden_size": 8, "batch_size": 4, "epochs": 1,
-                                               "max_batches": 3, "eval_max_tokens": 200}}
-    out = tmp_path / "run"
-    args = ["train", "--spec", json.dumps(spec), "--corpus", str(corpus), "--out-dir", str(out), "--threads", "1",
-            "--device", "cpu"]
+    monkeypatch.chdir(tmp_path)
+    args = train_command(corpus, tmp_path, {"hidden_size": 8, "batch_size": 4, "epochs": 1, "max_batches": 3,
+                                            "eval_max_tokens": 200})[4:]
+    out = tmp_path / "results" / "press_wolf" / "small" / "seed1"
     assert main(args) == 0
     assert (out / "checkpoint.pt").is_file() and (out / "metrics.json").is_file()
     assert main([*args, "--drop-checkpoint"]) == 0  # a rerun resumes the finished checkpoint, then drops it
     assert not (out / "checkpoint.pt").exists() and (out / "metrics.json").is_file()
     first, second = _attempts(out)
-    assert "starts from scratch" in first and "[tiny/seed1] done:" in first
+    assert "starts from scratch" in first and "[small/seed1] done:" in first
     assert "resumes from checkpoint.pt" in second and "resumed from" in second and "checkpoint.pt deleted" in second

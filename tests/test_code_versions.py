@@ -135,7 +135,7 @@ def test_the_versions_of_the_runs_in_flight():
     from replicate.inan.train import run_settings
     from replicate.inan.trainer import AugmentedTrainer
 
-    assert code_version(run_settings, AugmentedTrainer) == "76ed14a799d43a0d"  # inan/cli.py
+    assert code_version(run_settings, AugmentedTrainer) == "76ed14a799d43a0d"  # inan/runs.py
     assert source_hash(*subspace_exp.MATH_MODULES) == "b358ea61349895b3"
     reached = set(code_modules(subspace_exp)[0])
     assert set(subspace_exp.MATH_MODULES) <= reached

@@ -6,7 +6,7 @@ import pytest
 
 from support.workflow import REPO_ROOT
 from replicate import cli
-from replicate.config_check import merge
+from replicate.experiments import merge
 
 PRESET = str(REPO_ROOT / "config" / "config.yaml")
 
@@ -50,7 +50,7 @@ def test_merge_as_snakemake_nested_keys_merge_lists_replace():
 
 
 def test_keys_repeated_apart_or_through_a_merge_are_not_duplicates(tmp_path):
-    from replicate.config_check import load
+    from replicate.experiments import read_file as load
 
     path = tmp_path / "c.yaml"
     path.write_text("base: &b {lr: 1.0, clip: 5}\na:\n  <<: *b\n  lr: 2.0\nb:\n  lr: 3.0\n")

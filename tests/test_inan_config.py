@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from support.workflow import printed_specs, run_snakemake
+from support.workflow import inan_specs
 
 
-def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set(workflow_dir):
-    args = ["-n", "-p", "--forceall", "results/tables/inan_table1.csv", "--configfile", "config/paper.yaml"]
-    out = run_snakemake(args, cwd=workflow_dir).stdout
-    specs = {(s["dataset"], s["size"], s["variant"]): s["size_settings"]
-             for s in printed_specs(out)}
+def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set():
+    specs = {(s["dataset"], s["size"], s["variant"]): s["size_settings"] for s in inan_specs("config/paper.yaml")}
     assert len(specs) == 2 * 3 * 4
     expected = {"small": (5, 0.9, 5.0, 0.3), "medium": (10, 0.9, 5.0, 0.5), "large": (1, 0.97, 6.0, 0.65)}
     wt2_dropout = {"small": 0.2, "medium": 0.4, "large": 0.4}
@@ -88,13 +85,12 @@ def test_run_list_checks():
             check_runs(bad)
 
 
-def test_overlay_runs_reach_their_jobs(workflow_dir):
+def test_overlay_runs_reach_their_jobs():
     """Each overlay run is one job with the settings its tag names; vd_later is the default preset's job exactly."""
     from replicate.inan.train import run_settings
 
     def specs(*configfiles):
-        args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", *configfiles]
-        return {f"{s['variant']}_{s['tag']}": s for s in printed_specs(run_snakemake(args, cwd=workflow_dir).stdout)}
+        return {f"{s['variant']}_{s['tag']}": s for s in inan_specs(*configfiles, kind="screen")}
 
     over = specs("config/config.yaml", "config/inan_screens.yaml")
     assert specs("config/config.yaml")["vd_later"] == over["vd_later"]

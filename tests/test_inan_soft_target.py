@@ -78,23 +78,23 @@ def test_a_finished_al_run_records_its_soft_target_at_its_own_tau_and_norm(tmp_p
     from types import SimpleNamespace
 
     from replicate.errors import ReplicateError
-    from replicate.inan.cli import _final_soft_target
+    from replicate.inan.runs import final_soft_target
     from replicate.io import torch_save
 
     emb = torch.eye(6) * 30.0
     torch_save(tmp_path / "checkpoint.pt", {"model": {"embedding.weight": emb}})
     targets = torch.tensor([0, 1, 1, 2])
-    flat = _final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=None))
+    flat = final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=None))
     assert flat == summarise(emb, 10.0, targets, top_k=6)
     assert 0 < flat["token_entropy_ratio"] < 1 and flat["token_target_mass"] > 1 / 6
-    normed = _final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=1.0))
+    normed = final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=1.0))
     assert normed["token_entropy_ratio"] > flat["token_entropy_ratio"]  # unit vectors: a flatter y~
     ckpt = tmp_path / "checkpoint.pt"
     data = bytearray(ckpt.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte: the file is no longer the one written
     ckpt.write_bytes(bytes(data))
     with pytest.raises(ReplicateError, match="does not match its checksum"):
-        _final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=None))
+        final_soft_target(tmp_path, targets, SimpleNamespace(tau=10.0, target_norm=None))
 
 
 def test_loss_terms_match_a_transcription_of_the_objective():

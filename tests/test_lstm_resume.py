@@ -4,7 +4,6 @@ RNG state and the carried hidden state matter)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 import torch
 
 from replicate import io as rio
+from support.workflow import train_command
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = {"name": "tiny/seed1", "settings": {
@@ -36,23 +36,25 @@ def tiny_corpus(tmp_path_factory) -> Path:
     return path
 
 
-def _command(corpus: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "replicate", "press-wolf", "train", "--spec", json.dumps(SPEC),
-            "--corpus", str(corpus), "--out-dir", str(out), "--threads", "1", "--device", "cpu"]
+def _command(corpus: Path, root: Path, **settings) -> tuple[list[str], Path]:
+    """The command that trains SPEC's settings (as press_wolf.overrides) in ``root``, and its run folder."""
+    overrides = {k: v for k, v in {**SPEC["settings"], **settings}.items() if k != "size"}
+    return train_command(corpus, root, overrides), root / "results" / "press_wolf" / "small" / "seed1"
 
 
 def _env():
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
 
+
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
-    ref_dir, run_dir = tmp_path / "ref", tmp_path / "killed"
-    subprocess.run(_command(tiny_corpus, ref_dir), check=True, env=_env(), capture_output=True, timeout=300)
+    (ref_cmd, ref_dir), (cmd, run_dir) = _command(tiny_corpus, tmp_path / "ref"), _command(tiny_corpus, tmp_path / "killed")
+    subprocess.run(ref_cmd, cwd=tmp_path / "ref", check=True, env=_env(), capture_output=True, timeout=300)
     reference = rio.read_json(ref_dir / "metrics.json")
 
     log = open(tmp_path / "killed.log", "w")
-    proc = subprocess.Popen(_command(tiny_corpus, run_dir), stdout=log, stderr=subprocess.STDOUT, env=_env())
+    proc = subprocess.Popen(cmd, cwd=tmp_path / "killed", stdout=log, stderr=subprocess.STDOUT, env=_env())
     deadline = time.time() + 240
     while "epoch 2/2 batch 100/" not in (tmp_path / "killed.log").read_text():
         assert proc.poll() is None, "run ended before it could be killed"
@@ -65,8 +67,8 @@ def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
     assert state["epoch"] == 1 and 0 < state["batch"] < 299, "the kill must land inside epoch 2"
     assert not (run_dir / "metrics.json").exists()
 
-    rerun = subprocess.run(_command(tiny_corpus, run_dir), check=True, env=_env(), capture_output=True,
-                           text=True, timeout=300)
+    rerun = subprocess.run(cmd, cwd=tmp_path / "killed", check=True, env=_env(), capture_output=True, text=True,
+                           timeout=300)
     assert "resumed from" in rerun.stdout
     attempts = (run_dir / "train.log").read_text().split("=== attempt 2 started ")
     assert len(attempts) == 2 and "=== attempt 1 started " in attempts[0] and "starts from scratch" in attempts[0]
@@ -81,14 +83,14 @@ def test_sigkill_mid_epoch_then_rerun_is_bit_identical(tiny_corpus, tmp_path):
 
 @pytest.mark.slow
 def test_checkpoint_of_other_settings_is_refused(tiny_corpus, tmp_path):
-    out = tmp_path / "run"
-    spec = {**SPEC, "settings": {**SPEC["settings"], "epochs": 1}}
-    cmd = _command(tiny_corpus, out)
-    cmd[cmd.index("--spec") + 1] = json.dumps(spec)
-    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
-    spec["settings"]["hidden_size"] = 12
-    cmd[cmd.index("--spec") + 1] = json.dumps(spec)
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
+    cmd, out = _command(tiny_corpus, tmp_path, epochs=1)
+    subprocess.run(cmd, cwd=tmp_path, check=True, env=_env(), capture_output=True, timeout=300)
+    cmd, out = _command(tiny_corpus, tmp_path, epochs=1, hidden_size=12)
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2  # the finished run is not overwritten by other settings (run_checks)
+    assert "holds a finished run whose settings differ" in proc.stderr and "hidden_size: 16 -> 12" in proc.stderr
+    (out / "metrics.json").unlink()  # as Snakemake does before a rerun: then the checkpoint is refused
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "belongs to different settings" in proc.stderr and "fix: delete" in proc.stderr
 

@@ -1,5 +1,5 @@
 """`python -m replicate <command>` typed by hand: the values the workflow refuses at plan time are refused
-the same way (replicate/run_checks.py), with a named message and no traceback."""
+the same way (replicate/run_checks.py), with a named message and no traceback (`train`: tests/test_experiments.py)."""
 
 from __future__ import annotations
 
@@ -16,33 +16,6 @@ from replicate.validate import SettingError
 def _run(capsys, *argv):
     code = cli.main(list(argv))
     return code, capsys.readouterr().err
-
-
-def _spec(**settings):
-    return json.dumps({"name": "by_hand/seed1", "settings": {"size": "small", "seed": 1, **settings}})
-
-
-@pytest.mark.parametrize("settings,words", [
-    ({"hidden_size": -5}, ["press-wolf train by_hand/seed1", "hidden_size=-5", "an integer from 1 to 16384"]),
-    ({"lr": float("nan")}, ["lr=nan", "not a finite number"]),
-    ({"lr": 1e6}, ["greater than the maximum of 100"]),
-    ({"size": "huge"}, ["size='huge' is not a size preset"]),
-    ({"lamda": 1}, ["unknown key 'lamda'", "'pr_lambda'"]),
-])
-def test_press_wolf_train_refuses_a_bad_spec_by_name(capsys, tmp_path, settings, words):
-    code, err = _run(capsys, "press-wolf", "train", "--spec", _spec(**settings), "--corpus", str(tmp_path / "none.pt"),
-                     "--out-dir", str(tmp_path))
-    assert code == 2 and "Traceback" not in err and "fix:" in err
-    for word in words:
-        assert word in err, f"{word!r} not in {err!r}"
-
-
-def test_inan_train_refuses_a_non_finite_temperature(capsys, tmp_path):
-    size = {"hidden_size": 8, "init_scale": 0.1, "dropout_rate": 0.3, "batch_size": 2, "bptt": 3, "lr": 1.0,
-            "epochs": 1, "max_epoch": 1, "decay": 0.5, "clip": 5, "tau": float("inf"), "gamma": 0.5}
-    spec = {"dataset": "ptb", "size": "small", "variant": "al", "seed": 1, "size_settings": size}
-    code, err = _run(capsys, "inan", "train", "--spec", json.dumps(spec), "--corpus", "none.pt", "--out-dir", str(tmp_path))
-    assert code == 2 and "tau=inf is not allowed: inf is not a finite number" in err
 
 
 @pytest.mark.parametrize("width,words", [("-5", "less than the minimum of 2"), ("0", "less than the minimum of 2"),

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from support.workflow import REPO_ROOT, SMOKE_RESULTS, job_counts, printed_specs, run_snakemake
+from support.workflow import REPO_ROOT, SMOKE_RESULTS, inan_specs, job_counts, run_snakemake
 from replicate.resources import machine_memory_gib
 
 # Lints we keep on purpose (justified in docs/reproducibility.md, "Lints we accept"). Anything else fails the test.
@@ -46,34 +46,43 @@ def test_dry_run_imports_no_torch(workflow_dir, tmp_path):
     assert "report" in proc.stdout + proc.stderr
 
 
-def _inan_train_specs(workflow_dir, *configfiles) -> dict[str, dict]:
-    """variant -> the spec the dry run would hand to `python -m replicate inan train`."""
-    args = ["-n", "-p", "--forceall", "results/tables/inan_table1.csv", "--configfile", *configfiles]
+def _inan_train_specs(*configfiles) -> dict[str, dict]:
+    """variant -> the spec of its Table 1 run (the `spec` param of its inan_train job)."""
+    return {s["variant"]: s for s in inan_specs(*configfiles)}
+
+
+def test_training_jobs_print_the_command_to_type(workflow_dir):
+    """A training job runs (and prints) `python -m replicate train <experiment> <run_id>` with the command's config
+    files: a command a user can copy, not a JSON spec."""
+    (workflow_dir / "overlay.yaml").write_text("inan: {threads: 1}\n")
+    args = ["-n", "-p", "--forceall", "results/inan/table1/ptb/small_real/metrics.json",
+            "results/press_wolf/small_wt_pr@pr_lambda=0.05/seed1/metrics.json",
+            "--configfile", "config/config.yaml", "overlay.yaml", "--config", "device=cpu"]
     out = run_snakemake(args, cwd=workflow_dir).stdout
-    specs = printed_specs(out)
-    return {s["variant"]: s for s in specs}
+    for command in ("python -m replicate train inan table1/ptb/small_real --configfile config/config.yaml "
+                    "overlay.yaml --config device=cpu --threads 1 --device cpu",
+                    "python -m replicate train press_wolf small_wt_pr@pr_lambda=0.05/seed1 --configfile "
+                    "config/config.yaml overlay.yaml --config device=cpu --threads 1 --device cpu"):
+        assert command in out, out[-3000:]
 
 
 def test_soft_target_grad_per_variant(workflow_dir):
     """`inan.soft_target_grad` reaches each Table 1 job: a mapping per variant, a boolean for every variant."""
-    specs = _inan_train_specs(workflow_dir, "config/config.yaml")
+    specs = _inan_train_specs("config/config.yaml")
     assert set(specs) == {"vd", "al", "re", "real"}
     grad = {v: s["size_settings"]["soft_target_grad"] for v, s in specs.items()}
     assert grad == {"vd": False, "al": False, "re": False, "real": True}  # the default preset's mapping
     (workflow_dir / "all_on.yaml").write_text("inan:\n  soft_target_grad: true\n")
-    specs = _inan_train_specs(workflow_dir, "config/config.yaml", "all_on.yaml")
+    specs = _inan_train_specs("config/config.yaml", str(workflow_dir / "all_on.yaml"))
     assert all(s["size_settings"]["soft_target_grad"] for s in specs.values())
 
 
-def test_screen_runs_reach_their_jobs(workflow_dir):
+def test_screen_runs_reach_their_jobs():
     """Each `inan.screen.runs` entry is one job: the screen's budget, then the run's own overrides, resolved
     by the same run_settings the training job calls."""
     from replicate.inan.train import run_settings
 
-    args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", "config/config.yaml"]
-    out = run_snakemake(args, cwd=workflow_dir).stdout
-    specs = {f"{s['variant']}_{s['tag']}": s
-             for s in printed_specs(out)}
+    specs = {f"{s['variant']}_{s['tag']}": s for s in inan_specs("config/config.yaml", kind="screen")}
     assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
                           "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full", "al_later_full_tau2",
                           "re_later_full"}
@@ -95,16 +104,15 @@ def test_screen_runs_reach_their_jobs(workflow_dir):
                      "al_interval_nobias_tau2": (False, False, 50.0), "al_later_full_tau2": (False, False, 50.0)}
 
 
-def test_full_data_screen_runs_are_table1_rows(workflow_dir):
+def test_full_data_screen_runs_are_table1_rows():
     """The default preset's full-data screen runs train what the Table 1 rows train: `vd_later_full` and
     `re_later_full` are the VD-LSTM and +RE rows exactly (a checkpoint moves between the two paths),
     `al_later_full_tau2` is the +AL row with only the AL weight changed (alpha = gamma tau^2 = 50 against
     the row's gamma tau = 5)."""
     from replicate.inan.train import run_settings
 
-    table1 = _inan_train_specs(workflow_dir, "config/config.yaml")
-    args = ["-n", "-p", "--forceall", "results/tables/inan_screen.csv", "--configfile", "config/config.yaml"]
-    screen = {f"{s['variant']}_{s['tag']}": s for s in printed_specs(run_snakemake(args, cwd=workflow_dir).stdout)}
+    table1 = _inan_train_specs("config/config.yaml")
+    screen = {f"{s['variant']}_{s['tag']}": s for s in inan_specs("config/config.yaml", kind="screen")}
 
     def settings(spec, overrides=None):
         return run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], overrides)
@@ -210,7 +218,7 @@ def test_more_seeds_of_the_cells_do_not_retrain_an_ablation(workflow_dir):
         (workflow_dir / "overlay.yaml").write_text(overlay)
         out = run_snakemake(["-n", "-p", "--forceall", "results/tables/press_wolf_table6.csv", "--configfile",
                              "config/config.yaml", "overlay.yaml"], cwd=workflow_dir).stdout
-        return sorted(set(re.findall(r"--out-dir '?results/press_wolf/(\S+?)'? ", out)))
+        return sorted(set(re.findall(r"replicate train press_wolf (\S+) ", out)))
 
     cells = ["small", "small_pr", "small_wt", "small_wt_pr"]
     ablation = "small_wt_pr@pr_form=squared@epochs=4"
@@ -277,6 +285,7 @@ def test_code_change_reruns_dependent_rules(workflow_dir, tmp_path):
     data stage with a copy of the package, then edit the copy."""
     package = tmp_path / "code"
     shutil.copytree(REPO_ROOT / "replicate", package / "replicate", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "workflow" / "schemas", package / "workflow" / "schemas")  # beside it, as in the repo
     env = {"PYTHONPATH": str(package)}
     target = [f"{SMOKE_RESULTS}/data/summary.md", "--configfile", "config/smoke.yaml"]
     run_snakemake(["--cores", "1", *target], cwd=workflow_dir, env=env)

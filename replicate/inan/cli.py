@@ -1,4 +1,4 @@
-"""``python -m replicate inan <train|table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target|bench-loss> ...``:
+"""``python -m replicate inan <table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target|bench-loss> ...``:
 what the rules call, ``soft-target``, a diagnostic of trained runs, and ``bench-loss``, the augmented
 loss's speed against its per-token transcription."""
 
@@ -8,68 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from replicate.cli_common import add_job_args, load_spec, log, training_attempt, write_csv_with_provenance
-
-
-def _train(args) -> int:
-    """One Table 1 / ablation run: the engine's train_run + the augmented loss as extra_loss."""
-    from replicate import io as rio
-    from replicate import provenance
-    from replicate.data import load_corpus
-    from replicate.inan.train import run_settings
-    from replicate.inan.trainer import AugmentedTrainer
-    from replicate.lstm.runner import train_run
-
-    spec = load_spec(args.spec)
-    engine, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"],
-                              spec.get("overrides"))
-    name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
-    hooks = {"extra_loss": al, "trainer_cls": AugmentedTrainer} if al is not None else {}
-    # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
-    # before training (a source edited while the run trains must not be stamped on its numbers)
-    code_version = provenance.code_version(run_settings, AugmentedTrainer)
-    corpus = load_corpus(args.corpus)
-    with training_attempt(args.out_dir, args.drop_checkpoint) as attempt_log:
-        result = train_run({"name": name, "settings": engine, "config": spec.get("config", spec)},
-                           corpus, args.out_dir, threads=args.threads, device=args.device,
-                           allow_tf32=args.allow_tf32, log=attempt_log, **hooks)
-        result["code_version"] = code_version
-        if al is not None:  # how informative its y~ ended up, with the run (a restore brings no weights)
-            result["soft_target"] = _final_soft_target(Path(args.out_dir), corpus.valid[1:], al)
-        result["inan"] = {"dataset": spec["dataset"], "size": spec["size"], "variant": spec["variant"],
-                          "seed": spec["seed"], "tau": al.tau if al else None, "gamma": al.gamma if al else None,
-                          "alpha": al.alpha if al else None, "tau_power": al.tau_power if al else None,
-                          "soft_target_grad": al.soft_target_grad if al else None,
-                          "prediction_bias": al.prediction_bias if al else None,
-                          "target_norm": al.target_norm if al else None,
-                          "reduction": spec.get("reduction")}
-        rio.write_json(Path(args.out_dir) / "metrics.json", result)
-    return 0
-
-
-def _final_soft_target(run: Path, targets, al) -> dict:
-    """``soft_target.summarise`` of a finished run's y~ (its checkpoint's input embedding, at its own tau and
-    target_norm) over the valid split's targets."""
-    from replicate.inan.soft_target import summarise
-
-    embedding = _checkpoint_state(run)["model"]["embedding.weight"]
-    return summarise(embedding, al.tau, targets, min(10, embedding.shape[0]), target_norm=al.target_norm)
-
-
-def _checkpoint_state(run: Path) -> dict:
-    """A run's checkpoint.pt, its checksum verified."""
-    import torch
-
-    from replicate import io as rio
-    from replicate.errors import ReplicateError
-
-    ckpt = run / "checkpoint.pt"
-    if not ckpt.is_file():
-        raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")
-    if rio.checksum_status(ckpt) is False:
-        raise ReplicateError(f"{ckpt} does not match its checksum in {rio.checksum_path(ckpt)} (its bytes changed "
-                             "after it was written)", f"train the run again (delete {run} and rerun its target)")
-    return torch.load(ckpt, map_location="cpu", weights_only=True)
+from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
 
 
 def _table1(args) -> int:
@@ -166,7 +105,7 @@ def _soft_target(args) -> int:
     from replicate import provenance
     from replicate.data import load_corpus
     from replicate.errors import ReplicateError
-    from replicate.inan.soft_target import summarise
+    from replicate.inan.soft_target import checkpoint_state, summarise
 
     started = provenance.now()
     torch.set_num_threads(args.threads)
@@ -174,7 +113,7 @@ def _soft_target(args) -> int:
     rows = []
     for run in map(Path, args.runs):
         metrics_path = run / "metrics.json"
-        state = _checkpoint_state(run)
+        state = checkpoint_state(run)
         metrics = rio.read_json(metrics_path) if metrics_path.is_file() else {}
         info = metrics.get("inan", {})
         taus = args.tau or ([info["tau"]] if info.get("tau") else None)
@@ -242,10 +181,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate inan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("train", help="train (or resume) one Table 1 / ablation run")
-    add_job_args(p, run=True, checkpoint=True,
-                 spec_help='JSON: {"dataset", "size", "variant", "seed", "size_settings", "overrides", "config"}')
-    p.set_defaults(func=_train)
 
     for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
                               ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),

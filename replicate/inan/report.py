@@ -28,7 +28,7 @@ def _load(paths) -> list[dict[str, Any]]:
         m = rio.read_json(p)
         if "inan" not in m:
             raise ReplicateError(f"{p} is not an Inan run's metrics.json (no 'inan' block)",
-                                 "pass the metrics.json files written by `python -m replicate inan train`")
+                                 "pass the metrics.json files written by `python -m replicate train inan ...`")
         require_finite(m, RUN_METRICS, p, f"delete {Path(p).parent} and train the run again with a lower lr or clip")
         out.append(m)
     return out
@@ -79,7 +79,7 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
                      "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m), "params": m.get("num_parameters"),
                      "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
                      "protocol": protocol_label(protocol, m),
-                     # +AL / +REAL: how informative y~ ended up (inan train writes it; runs from before: none)
+                     # +AL / +REAL: how informative y~ ended up (its training writes it; runs from before: none)
                      **{new: (m.get("soft_target") or {}).get(old) for old, new in TABLE1_SOFT.items()}})
     ours = pd.DataFrame(rows)
     merged = ours.merge(paper.rename(columns={"valid_ppl": "paper_valid_ppl", "test_ppl": "paper_test_ppl",

@@ -23,6 +23,7 @@ objective beside the cross-entropy (both per token, the model in eval mode)?
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 
@@ -86,3 +87,17 @@ def loss_terms(model, tokens: torch.Tensor, al) -> dict[str, float]:
     alpha_j = float(al(logits, targets, features, model))
     return {"loss_tokens": int(targets.numel()), "ce": ce, "j_aug": alpha_j / al.alpha, "alpha": al.alpha,
             "alpha_j_aug": alpha_j, "al_share": alpha_j / (ce + alpha_j)}
+
+
+def checkpoint_state(run: Path) -> dict:
+    """A run's checkpoint.pt, its checksum verified."""
+    from replicate import io as rio
+    from replicate.errors import ReplicateError
+
+    ckpt = run / "checkpoint.pt"
+    if not ckpt.is_file():
+        raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")
+    if rio.checksum_status(ckpt) is False:
+        raise ReplicateError(f"{ckpt} does not match its checksum in {rio.checksum_path(ckpt)} (its bytes changed "
+                             "after it was written)", f"train the run again (delete {run} and rerun its target)")
+    return torch.load(ckpt, map_location="cpu", weights_only=True)

@@ -1,22 +1,10 @@
-"""``python -m replicate press-wolf <train|table|bench> ...``: the commands the rules call."""
+"""``python -m replicate press-wolf <table|bench> ...``: the commands the rules call (its runs train with
+``python -m replicate train press_wolf <cell>/seed<N>``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-
-from replicate.cli_common import add_job_args, load_spec, training_attempt
-
-
-def _train(args) -> int:
-    from replicate.data import load_corpus
-    from replicate.lstm.runner import train_run
-
-    spec = load_spec(args.spec)
-    with training_attempt(args.out_dir, args.drop_checkpoint) as log:
-        train_run(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device,
-                  allow_tf32=args.allow_tf32, log=log)
-    return 0
 
 
 def _table(args) -> int:
@@ -35,11 +23,6 @@ def _bench(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate press-wolf", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("train", help="train (or resume) one run; writes metrics.json, history.csv")
-    add_job_args(p, run=True, checkpoint=True, spec_help='JSON: {"name": "small_wt/seed1", "settings": {"size": "small", '
-              '"tying": "tied", ... any key of the lstm section}, "config": the config slice kept as provenance}')
-    p.set_defaults(func=_train)
 
     p = sub.add_parser("table", help="our perplexities beside the paper's")
     p.add_argument("--name", required=True, help="table name, e.g. table6")

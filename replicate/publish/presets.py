@@ -24,16 +24,10 @@ _SHOWN = 6
 
 @functools.cache
 def _preset(label: str) -> dict[str, Any]:
-    """The preset's config as the Snakefile sees it: the file, validated, the schemas' defaults filled in."""
-    from snakemake.utils import validate
+    """The preset's config as the Snakefile sees it: the file, checked, the schemas' defaults filled in."""
+    from replicate.experiments import load_config
 
-    from replicate.config_check import load
-    from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR
-
-    config = load(provenance.PROJECT_ROOT / PRESETS[label])
-    for name in CONFIG_SECTIONS:
-        validate(config if name == "config" else config.setdefault(name, {}), str(SCHEMA_DIR / f"{name}.schema.yaml"))
-    return config
+    return load_config([str(provenance.PROJECT_ROOT / PRESETS[label])])
 
 
 def preset(label: str) -> dict[str, Any]:

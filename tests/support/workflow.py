@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -52,7 +51,7 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
         # absolute: Snakemake runs in a temporary copy of the workflow
         full_env[data.ENV_LOCAL_DIR] = str(data_dir())
     full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    # tests read the printed commands whole (printed_specs); tests/test_plan_lines.py checks the short plan
+    # tests read the printed commands whole; tests/test_plan_lines.py checks the short plan
     full_env[plan_lines.ENV_FULL_PLAN] = "1"
     if env:
         full_env.update(env)
@@ -64,15 +63,27 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
     return proc
 
 
-def printed_specs(dry_run_output: str, command: str = "inan train") -> list[dict]:
-    """The --spec of every `python -m replicate <command>` shell command a `snakemake -n -p` printed,
-    parsed as the shell would (a spec text may hold quotes: the paper's)."""
-    specs = []
-    for line in dry_run_output.splitlines():
-        if f"replicate {command} --spec" in line:
-            words = shlex.split(line[line.index("python -m replicate"):])
-            specs.append(json.loads(words[words.index("--spec") + 1]))
-    return specs
+def inan_specs(*configfiles: str, kind: str = "table1") -> list[dict]:
+    """The spec (its training rule's `spec` param) of each Inan run of ``kind`` (table1 | ablation | screen) that
+    the config files define, as replicate/inan/runs.py resolves it."""
+    from replicate import experiments
+
+    config = experiments.load_config([str(REPO_ROOT / f) for f in configfiles])
+    sc = config["inan"]["screen"]
+    ids = ([f"screen/{sc['dataset']}/{sc['size']}_{r['variant']}_{r['tag']}" for r in sc["runs"]] if kind == "screen"
+           else [i for i in experiments.declaration("inan").runs(config) if i.startswith(kind + "/")])
+    return [experiments.resolve_run(config, "inan", i).spec for i in ids]
+
+
+def train_command(corpus: Path, root: Path, settings: dict, run_id: str = "small/seed1") -> list[str]:
+    """`python -m replicate train press_wolf <run_id>`, to run in ``root``, on a test corpus (copied to the PTB
+    corpus of ``root/results``) with ``settings`` as press_wolf.overrides over the default preset."""
+    (root / "results" / "data" / "ptb").mkdir(parents=True, exist_ok=True)
+    shutil.copy(corpus, root / "results" / "data" / "ptb" / "corpus.pt")
+    overlay = root / "overlay.yaml"
+    overlay.write_text(json.dumps({"results_dir": "results", "press_wolf": {"overrides": settings}}))
+    return [sys.executable, "-m", "replicate", "train", "press_wolf", run_id, "--configfile",
+            str(REPO_ROOT / "config" / "config.yaml"), str(overlay), "--threads", "1", "--device", "cpu"]
 
 
 def job_counts(output: str) -> dict[str, int]:

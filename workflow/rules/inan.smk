@@ -1,109 +1,12 @@
 # Inan et al. 2017: Table 1 (VD-LSTM, +AL, +RE, +REAL), the tau x gamma ablation and section 6.2
-# (Figure 1). Training is the Press & Wolf engine (replicate/lstm) + the augmented loss (replicate/inan).
-# Targets and spec functions: inan_common.smk.
+# (Figure 1). Training is the Press & Wolf engine (replicate/lstm) + the augmented loss (replicate/inan); its
+# training rules are in runs.smk. Targets and the section 6.2 point functions: inan_common.smk.
 localrules:
     inan_table1,
     inan_ablation_table,
     inan_screen_table,
     inan_figure1,
     inan_subspace_readings,
-
-
-rule inan_train:
-    input:
-        corpus=R(paths.DATA_CORPUS),
-        checked=plan_check(inan_table1_check),
-    output:
-        metrics=R(paths.INAN_TABLE1_METRICS),
-        history=R(paths.INAN_TABLE1_HISTORY),
-    wildcard_constraints:
-        size="small|medium|large",
-        variant="vd|al|re|real",
-    params:
-        spec=_with_config(inan_table1_spec),
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(),
-        code=INAN_CODE,
-    threads: INAN["threads"]
-    resources:
-        mem_mb=lstm_mem_mb(_engine_settings(inan_table1_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_table1_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
-        one_thread_min=lstm_one_thread_min(_engine_settings(inan_table1_spec), lambda wc: wc.dataset,
-                                           augmented_loss_slowdown),
-        gpu=train_gpus,
-    log:
-        R("logs/inan/table1/{dataset}/{size}_{variant}.log"),
-    benchmark:
-        R("benchmarks/inan/table1/{dataset}/{size}_{variant}.tsv")
-    shell:
-        "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
-
-
-rule inan_ablation_train:
-    input:
-        corpus=R(paths.DATA_CORPUS),
-        checked=plan_check(inan_ablation_check),
-    output:
-        metrics=R(paths.INAN_ABLATION_METRICS),
-    wildcard_constraints:
-        size="small|medium|large",
-        variant="al|real",
-        tau=r"[0-9.e+-]+",
-        gamma=r"[0-9.e+-]+",
-    params:
-        spec=_with_config(inan_ablation_spec),
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(),
-        code=INAN_CODE,
-    threads: INAN["threads"]
-    resources:
-        mem_mb=lstm_mem_mb(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
-        one_thread_min=lstm_one_thread_min(_engine_settings(inan_ablation_spec), lambda wc: wc.dataset,
-                                           augmented_loss_slowdown),
-        gpu=train_gpus,
-    log:
-        R("logs/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.log"),
-    benchmark:
-        R("benchmarks/inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}.tsv")
-    shell:
-        "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
-
-
-rule inan_screen_train:
-    input:
-        corpus=R(paths.DATA_CORPUS),
-        checked=plan_check(inan_screen_check),
-    output:
-        metrics=R(paths.INAN_SCREEN_METRICS),
-    wildcard_constraints:
-        size="small|medium|large",
-        variant=INAN_SCREEN_VARIANT_RE,
-        tag="[a-z0-9]+(_[a-z0-9]+)*",
-    params:
-        spec=_with_config(inan_screen_spec),
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(keep_checkpoint=True),  # inan_screen_soft_target reads the weights
-        code=INAN_CODE,
-    threads: INAN["threads"]
-    resources:
-        mem_mb=lstm_mem_mb(_engine_settings(inan_screen_spec), lambda wc: wc.dataset),
-        runtime=lstm_runtime(_engine_settings(inan_screen_spec), lambda wc: wc.dataset, augmented_loss_slowdown),
-        one_thread_min=lstm_one_thread_min(_engine_settings(inan_screen_spec), lambda wc: wc.dataset,
-                                           augmented_loss_slowdown),
-        gpu=train_gpus,
-    log:
-        R("logs/inan/screen/{dataset}/{size}_{variant}_{tag}.log"),
-    benchmark:
-        R("benchmarks/inan/screen/{dataset}/{size}_{variant}_{tag}.tsv")
-    shell:
-        "python -m replicate inan train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule inan_screen_soft_target:

@@ -1,40 +1,9 @@
-# Press & Wolf 2017 / Zaremba et al. 2014 LSTM language models: one job per cell x seed, one table per
-# paper table. Ablation in one command (own result folder, never the baseline's):
+# Press & Wolf 2017 / Zaremba et al. 2014 LSTM language models: one job per cell x seed (press_wolf_train, in
+# runs.smk), one table per paper table. Ablation in one command (own result folder, never the baseline's):
 #   snakemake --cores 2 results/press_wolf/small_wt_pr@pr_lambda=0.05/seed1/metrics.json
-# Targets and spec functions: press_wolf_common.smk.
+# Targets: press_wolf_common.smk.
 localrules:
     press_wolf_table,
-
-
-rule press_wolf_train:
-    input:
-        corpus=R(paths.DATA_CORPUS.format(dataset=PW["dataset"])),
-        checked=plan_check(press_wolf_check),
-    output:
-        metrics=R(paths.PW_METRICS),
-        history=R(paths.PW_HISTORY),
-    wildcard_constraints:
-        cell=r"[a-z_]+(@[a-z_]+=[^/@]+)*",
-    params:
-        spec=press_wolf_spec,
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(),
-        code=code_version("lstm.train"),  # the math train_run records
-    threads: PW["threads"]
-    resources:
-        # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
-        mem_mb=lstm_mem_mb(press_wolf_settings, PW["dataset"]),
-        runtime=lstm_runtime(press_wolf_settings, PW["dataset"]),
-        one_thread_min=lstm_one_thread_min(press_wolf_settings, PW["dataset"]),
-        gpu=train_gpus,
-    log:
-        R("logs/press_wolf/{cell}/seed{seed}.log"),
-    benchmark:
-        R("benchmarks/press_wolf/{cell}/seed{seed}.tsv")
-    shell:
-        "python -m replicate press-wolf train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
 
 
 rule press_wolf_table:

@@ -1,0 +1,278 @@
+"""The experiment as the unit: each experiment package declares its training runs in ``<experiment>/runs.py``.
+
+A declaration module has ``KINDS`` (its run kinds, one workflow rule each), ``runs(config) -> {run_id: Run}``
+(the runs the config trains) and ``run(config, run_id) -> Run`` (any valid run id, also one the config does not
+list, e.g. a Press & Wolf ablation cell ``small_wt_pr@pr_lambda=0.05/seed1``; a run id in another spelling than
+its folder's is refused with that spelling). A ``Run`` holds the run's settings, resolved once, and its
+resources, estimated from those settings. The workflow's training rules, ``python -m replicate train`` and
+``python -m replicate check-config`` all read the config through ``load_config``/``check_config`` and the runs
+through these modules, so they agree. Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import json
+import math
+import os
+import shlex
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from replicate import resources
+from replicate.errors import ReplicateError
+from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, SettingError, check_memory, nearest, parse_text
+
+# experiment -> its declaration module
+DECLARATIONS = {"press_wolf": "replicate.press_wolf.runs", "inan": "replicate.inan.runs"}
+MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
+              "(e.g. --config max_job_memory_gib=128; its default is this machine's memory) if the machine or "
+              "cluster node has the memory")
+
+
+def memory_limit_gib(config: dict[str, Any]) -> float:
+    """The most memory one job may need: the config's ``max_job_memory_gib``, else this machine's (a cluster
+    node's: set it)."""
+    return config.get("max_job_memory_gib") or resources.machine_memory_gib()
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One kind of run of an experiment, trained by one workflow rule ``rule``; a run id is ``pattern`` with its
+    wildcards filled (the run folder under ``<results_dir>/<experiment>/``)."""
+
+    rule: str
+    experiment: str
+    pattern: str
+    constraints: dict[str, str]
+    code: tuple[str, ...]  # the modules whose version the rule's `code` param is (what its results record)
+    history: bool = False  # the run writes history.csv beside metrics.json (a rule output)
+    keep_checkpoint: bool = False  # an analysis reads the finished run's weights (config keep_final_checkpoint aside)
+
+    def run_id(self, wildcards) -> str:
+        return self.pattern.format(**{k: getattr(wildcards, k) for k in self.constraints})
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One training run, resolved. ``settings``: the engine's (``replicate.lstm.runner.train_run``); ``spec``: what
+    its results depend on (the rule's rerun trigger; Inan's also the augmented loss); ``config``: the config slice
+    its metrics.json records as provenance; ``guarded``: what a finished run in its folder must have trained with,
+    ``recorded(metrics.json)`` what it did."""
+
+    experiment: str
+    run_id: str
+    where: str  # how messages name it
+    name: str  # the name its log lines and metrics.json give it
+    dataset: str
+    settings: dict[str, Any]
+    spec: dict[str, Any]
+    config: dict[str, Any]
+    threads: int
+    device: str
+    guarded: dict[str, Any]
+    recorded: Callable[[dict], dict[str, Any]] = lambda metrics: metrics["settings"]
+    slowdown: float = 1.0  # the measured time factor of its loss over the engine alone
+
+    @property
+    def spec_json(self) -> str:
+        """``spec`` as one line of JSON: the training rule's rerun trigger (its `spec` param)."""
+        return json.dumps(self.spec, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def folder(self) -> str:
+        return f"{self.experiment}/{self.run_id}"
+
+    def estimate(self, threads: int | None = None) -> resources.Estimate:
+        return lstm_estimate(json.dumps(self.settings, sort_keys=True), self.dataset,
+                             resources.device_kind(self.device), int(threads or self.threads))
+
+    def resources(self, threads: int | None = None, attempt: int = 1) -> dict[str, int]:
+        """threads, mem_mb and runtime (minutes, at ``threads``, x attempt), one_thread_min (expected, not a limit)."""
+        threads = int(threads or self.threads)
+        est = self.estimate(threads).for_attempt(attempt)
+        return {"threads": threads, "mem_mb": est.mem_mb, "runtime": math.ceil(self.slowdown * est.runtime_min),
+                "one_thread_min": math.ceil(60 * self.slowdown * self.estimate(1).one_thread_hours)}
+
+    def check_memory(self, limit_gib: float, where: str) -> None:
+        check_memory(self.estimate().mem_mb, limit_gib, where=where, fix=MEMORY_FIX)
+
+    def refuse_to_overwrite(self, metrics: str | Path, forced: bool) -> None:
+        """Stop if ``metrics`` (this run's metrics.json) holds a finished run of other settings (run_checks)."""
+        from replicate.run_checks import refuse_to_overwrite
+
+        refuse_to_overwrite(str(metrics), self.guarded, self.recorded, self.where, forced)
+
+
+@functools.lru_cache(maxsize=None)
+def lstm_estimate(settings_json: str, dataset: str, device_kind: str, threads: int) -> resources.Estimate:
+    """The resource estimate of training one LSTM with these settings (cached: a plan asks for each run's often)."""
+    from replicate.lstm.config import resolve
+
+    shape = resources.corpus_shape(dataset)
+    model, train = resolve(json.loads(settings_json), shape["vocab"])
+    return resources.lstm_estimate(model, train, shape, device_kind, threads)
+
+
+def declaration(experiment: str):
+    """The declaration module of ``experiment`` (a SettingError names the experiments that have one)."""
+    if experiment not in DECLARATIONS:
+        raise SettingError(f"no experiment {experiment!r}{nearest(experiment, DECLARATIONS)}",
+                           f"use one of {', '.join(DECLARATIONS)}")
+    return importlib.import_module(DECLARATIONS[experiment])
+
+
+def kinds() -> list[Kind]:
+    return [kind for name in DECLARATIONS for kind in declaration(name).KINDS]
+
+
+def resolve_run(config: dict[str, Any], experiment: str, run_id: str) -> Run:
+    return declaration(experiment).run(config, run_id)
+
+
+def canonical(raw: str, spell: Callable[[Any], str], what: str, where: str) -> Any:
+    """The value of ``raw`` (a number in a run id), refused unless ``raw`` is its one spelling ``spell(value)``
+    (one run, one folder: ``tau5`` not ``tau5.0``, ``seed1`` not ``seed01``)."""
+    value = parse_text(raw)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise SettingError(f"{where}: {what}={raw!r} is not a number", f"write e.g. {what}1")
+    if spell(value) != raw:
+        raise SettingError(f"{where}: {what}{raw} is not the one spelling of its value (one run, one folder)",
+                           f"write {what}{spell(value)}")
+    return value
+
+
+def seed_of(raw: str, where: str) -> int:
+    seed = canonical(raw, lambda v: str(v), "seed", where)
+    if not isinstance(seed, int) or seed < 0:
+        raise SettingError(f"{where}: seed{raw} is not an integer >= 0", "write e.g. seed1")
+    return seed
+
+
+def run_config(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The global keys a run depends on, plus ``extra``: the config slice its results record."""
+    return {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"], **extra}
+
+
+# ---- the config, read as `snakemake --configfile F ... --config K=V ...` reads it
+
+DEFAULT_CONFIGFILE = "config/config.yaml"
+
+
+class DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, first: int, second: int):
+        super().__init__(f"key {key!r} is given twice in one mapping (lines {first} and {second})")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader that refuses a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # a merge (<<) is YAML's own way to give keys again
+            key, line = self.construct_object(key_node), key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKey(key, seen[key], line)
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_file(path: str | Path) -> dict[str, Any]:
+    """One config file as a mapping, or a ReplicateError naming the file (and the line of a YAML error)."""
+    fix = "check the path given to --configfile"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.load(fh, Loader=_Loader)  # noqa: S506 - a SafeLoader
+    except FileNotFoundError:
+        raise ReplicateError(f"config file {path} does not exist", fix) from None
+    except IsADirectoryError:
+        raise ReplicateError(f"config file {path} is a folder, not a file", fix) from None
+    except OSError as exc:
+        raise ReplicateError(f"config file {path} cannot be read ({exc.strerror or exc})", fix) from None
+    except (UnicodeDecodeError, yaml.reader.ReaderError):
+        raise ReplicateError(f"config file {path} is not a text file (UTF-8 YAML)", fix) from None
+    except DuplicateKey as exc:
+        raise ReplicateError(f"{path}: {exc}; Snakemake would take the second silently",
+                             "keep one of the two (or merge their values)") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ReplicateError(f"{path}{at}: not valid YAML ({getattr(exc, 'problem', None) or exc})",
+                             "fix the YAML there (an unclosed bracket or quote, tabs mixed with spaces)") from None
+    if not isinstance(data, dict):
+        raise ReplicateError(f"{path}: the top level is not a mapping of keys", "write key: value lines")
+    return data
+
+
+def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base`` as Snakemake merges config files: nested keys merge, lists replace."""
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def parse_override(entry: str) -> dict[str, Any]:
+    """One ``--config KEY=VALUE`` as Snakemake reads it: an int, a float, a boolean, else YAML (all strings)."""
+    key, sep, raw = entry.partition("=")
+    if not sep or not key:
+        raise ReplicateError(f"--config {entry!r} is not KEY=VALUE", "write e.g. --config device=cpu")
+    if raw == "":
+        return {key: None}
+    for cast in (int, float):
+        try:
+            return {key: cast(raw)}
+        except ValueError:
+            pass
+    if raw in ("True", "False", "true", "false"):
+        return {key: raw.lower() == "true"}
+    return {key: yaml.load(raw, Loader=yaml.BaseLoader)}
+
+
+def config_args(files, overrides) -> str:
+    """``--configfile F ... [--config K=V ...]`` for a job's command line (paths relative to the working folder)."""
+    rel = [os.path.relpath(f) if str(os.path.abspath(f)).startswith(os.getcwd()) else str(f) for f in files]
+    words = ["--configfile", *(rel or [DEFAULT_CONFIGFILE])] + (["--config", *overrides] if overrides else [])
+    return " ".join(shlex.quote(str(w)) for w in words)
+
+
+def load_config(files: list[str] | None = None, overrides: list[str] = ()) -> dict[str, Any]:
+    """The config of ``snakemake --configfile FILES --config OVERRIDES`` (config/config.yaml without files),
+    checked as the Snakefile checks it (``check_config``)."""
+    config: dict[str, Any] = {}
+    for path in files or [DEFAULT_CONFIGFILE]:
+        merge(config, read_file(path))
+    for entry in overrides:
+        merge(config, parse_override(entry))
+    check_config(config)
+    return config
+
+
+def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) -> dict[str, dict[str, Run]]:
+    """Fill in the schemas' defaults and refuse what they do not allow (the short message of
+    ``replicate.validate.Schemas``), then resolve every configured run of every declared experiment (its names,
+    settings and memory estimate), returned as {experiment: {run_id: Run}}: the Snakefile, the CLI and
+    ``check-config`` call this one function."""
+    from snakemake.utils import validate  # the defaults, exactly as the Snakefile's `validate` fills them
+
+    from replicate.validate import Schemas
+
+    schemas = Schemas(schema_dir)
+    for name in CONFIG_SECTIONS:
+        data = config if name == "config" else config.setdefault(name, {})
+        prefix = "" if name == "config" else name
+        try:
+            validate(data, str(Path(schema_dir, f"{name}.schema.yaml").resolve()))
+        except Exception:
+            schemas.check_config(data, f"{name}.schema.yaml", prefix)  # the short message
+            raise
+        schemas.check_config(data, f"{name}.schema.yaml", prefix)  # what JSON Schema lets through: nan, inf
+    return {experiment: declaration(experiment).runs(config) for experiment in DECLARATIONS}

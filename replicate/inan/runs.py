@@ -1,0 +1,163 @@
+"""Inan et al.'s training runs: the Press & Wolf engine plus the augmented loss (``replicate.inan.train``).
+
+Run ids: ``table1/<dataset>/<size>_<variant>`` (a Table 1 row, e.g. ``table1/ptb/small_real``),
+``ablation/<dataset>/<size>_<variant>_tau<tau>_gamma<gamma>`` (a point of the tau x gamma grid, any value in range,
+e.g. ``ablation/ptb/small_real_tau5_gamma0.5``; written as ``replicate.inan.readings.fmt`` writes it) and
+``screen/<dataset>/<size>_<variant>_<tag>`` (a run of ``inan.screen.runs``, e.g. ``screen/ptb/small_vd_later``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config
+from replicate.inan.readings import fmt
+from replicate.inan.screen import check_runs as check_screen_runs
+from replicate.inan.train import VARIANTS, run_settings
+from replicate.resources import AUGMENTED_LOSS_SLOWDOWN
+from replicate.run_checks import SCHEMAS, check_engine_settings
+from replicate.validate import SettingError, nearest
+
+_ROW = {"dataset": "ptb|wikitext2", "size": "small|medium|large"}
+CODE = ("inan.train", "inan.trainer")  # the augmented loss and its trainer over the engine: what metrics.json records
+KINDS = [Kind("inan_train", "inan", "table1/{dataset}/{size}_{variant}", {**_ROW, "variant": "vd|al|re|real"},
+              code=CODE, history=True),
+         Kind("inan_ablation_train", "inan", "ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}",
+              {**_ROW, "variant": "al|real", "tau": r"[0-9.e+-]+", "gamma": r"[0-9.e+-]+"}, code=CODE),
+         # the longest variant name first: <size>_re_bias_<tag> reads as re_bias, not re + bias_<tag>
+         # (as replicate.inan.screen.read_name, which check_runs holds every run to)
+         Kind("inan_screen_train", "inan", "screen/{dataset}/{size}_{variant}_{tag}",
+              {**_ROW, "variant": "|".join(sorted(VARIANTS, key=len, reverse=True)), "tag": "[a-z0-9]+(_[a-z0-9]+)*"},
+              code=CODE, keep_checkpoint=True)]  # inan_screen_soft_target reads the weights
+_PATTERNS = {kind.rule: re.compile(kind.pattern.format(**{k: f"(?P<{k}>{v})" for k, v in kind.constraints.items()}))
+             for kind in KINDS}
+
+
+def runs(config: dict[str, Any]) -> dict[str, Run]:
+    """The configured runs: Table 1's datasets x sizes x variants, the ablation's grid and the screen's runs
+    (if enabled)."""
+    t1, ab, sc = config["inan"]["table1"], config["inan"]["ablation"], config["inan"]["screen"]
+    check_screen_runs(sc["runs"])  # names that read one way only, baselines that exist
+    ids = [f"table1/{d}/{s}_{v}" for d in t1["datasets"] for s in t1["sizes"] for v in t1["variants"]]
+    if ab["enabled"]:
+        ids += [f"ablation/{ab['dataset']}/{ab['size']}_{ab['variant']}_tau{fmt(t)}_gamma{fmt(g)}"
+                for t in ab["taus"] for g in ab["gammas"]]
+    if sc["enabled"]:
+        ids += [f"screen/{sc['dataset']}/{sc['size']}_{r['variant']}_{r['tag']}" for r in sc["runs"]]
+    return {run_id: run(config, run_id) for run_id in ids}
+
+
+def run(config: dict[str, Any], run_id: str) -> Run:
+    """One Table 1 row or ablation point, resolved from the config's ``inan`` section."""
+    inan = config["inan"]
+    match = {rule: p.fullmatch(run_id) for rule, p in _PATTERNS.items()}
+    if match["inan_train"]:
+        w = match["inan_train"].groupdict()
+        spec = _spec(inan, w, inan["table1"])
+        where = f"Inan Table 1 run {w['dataset']}/{w['size']}_{w['variant']}"
+    elif match["inan_ablation_train"]:
+        w = match["inan_ablation_train"].groupdict()
+        where = f"Inan ablation run {w['dataset']}/{w['size']}_{w['variant']}_tau{w['tau']}_gamma{w['gamma']}"
+        point = {key: _ablation_value(w[key], key, where) for key in ("tau", "gamma")}
+        spec = {**_spec(inan, w, inan["ablation"]), "overrides": {**inan["ablation"]["overrides"], **point},
+                "tag": f"tau{w['tau']}_gamma{w['gamma']}"}
+    elif match["inan_screen_train"]:
+        w = match["inan_screen_train"].groupdict()
+        where = f"Inan screening run {w['dataset']}/{w['size']}_{w['variant']}_{w['tag']}"
+        sc = inan["screen"]
+        entry = _screen_entry(sc, w, where)
+        spec = {**_spec(inan, w, sc), "tag": w["tag"], "reduction": entry.get("reduction", sc["reduction"]),
+                "overrides": {**sc["overrides"], **entry.get("overrides", {})}, "why": entry.get("why", "")}
+    else:
+        raise SettingError(f"Inan run {run_id!r} is not table1/<dataset>/<size>_<variant>, "
+                           "ablation/<dataset>/<size>_<variant>_tau<tau>_gamma<gamma> or "
+                           "screen/<dataset>/<size>_<variant>_<tag>",
+                           "write e.g. table1/ptb/small_real or ablation/ptb/small_real_tau5_gamma0.5 "
+                           "(variants vd, al, re, real; an ablation's al or real)")
+    return from_spec(config, run_id, spec, where)
+
+
+def _spec(inan: dict[str, Any], w: dict[str, str], section: dict[str, Any]) -> dict[str, Any]:
+    """The run's own slice of the config: its size block (with the data set's ``dataset_overrides`` and the
+    variant's AL switches), its seed and reduction."""
+    if w["size"] not in inan["sizes"]:
+        raise SettingError(f"Inan run {w['dataset']}/{w['size']}_{w['variant']}: no size {w['size']!r} under "
+                           "inan.sizes", f"define inan.sizes.{w['size']}, or use one of {', '.join(inan['sizes'])}")
+    grad = inan["soft_target_grad"]
+    size_settings = {**inan["sizes"][w["size"]], **inan["dataset_overrides"].get(w["dataset"], {}).get(w["size"], {}),
+                     "soft_target_grad": bool(grad.get(w["variant"], False) if isinstance(grad, dict) else grad),
+                     "prediction_bias": inan["prediction_bias"]}
+    return {"dataset": w["dataset"], "size": w["size"], "variant": w["variant"], "seed": section["seed"],
+            "size_settings": size_settings, "reduction": section["reduction"]}
+
+
+def _screen_entry(sc: dict[str, Any], w: dict[str, str], where: str) -> dict[str, Any]:
+    """The ``inan.screen.runs`` entry of a screening run (a SettingError names the defined runs)."""
+    entries = {f"{r['variant']}_{r['tag']}": r for r in sc["runs"]}
+    name = f"{w['variant']}_{w['tag']}"
+    if name not in entries:
+        raise SettingError(f"{where}: no run {name} under inan.screen.runs{nearest(name, entries)}",
+                           f"use one of {', '.join(entries) or '(none defined)'}, or add it to inan.screen.runs")
+    if (w["dataset"], w["size"]) != (sc["dataset"], sc["size"]):
+        raise SettingError(f"{where}: the screen is defined on {sc['dataset']}/{sc['size']}",
+                           "set inan.screen.dataset / size, or ask for that path")
+    return entries[name]
+
+
+def _ablation_value(raw: str, key: str, where: str) -> float:
+    value = canonical(raw, fmt, key, where)
+    return float(SCHEMAS.check(value, f"inan.schema.yaml#/$defs/size/properties/{key}", key=key, where=where,
+                               fix="ask for e.g. .../small_real_tau10_gamma0.5/metrics.json, or list the value "
+                                   "under inan.ablation.taus / gammas"))
+
+
+def from_spec(config: dict[str, Any], run_id: str, spec: dict[str, Any], where: str) -> Run:
+    """The Run of an Inan run's spec (``_spec`` + the run's overrides and tag): engine settings checked, memory."""
+    engine, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], spec.get("overrides"))
+    check_engine_settings(engine, where)
+    al_state = al.state_dict() if al else {}
+    record = run_config(config, inan_run=spec)
+    name = f"inan/{spec['dataset']}/{spec['size']}_{spec['variant']}" + (f"_{spec['tag']}" if spec.get("tag") else "")
+    result = Run("inan", run_id, where, name=name, dataset=spec["dataset"], settings=engine,
+                 spec={**spec, "config": record}, config=record,
+                 threads=config["inan"]["threads"], device=config["device"], guarded={**engine, **al_state},
+                 recorded=lambda m: {**m["settings"], **{k: m["inan"][k] for k in al_state}},
+                 slowdown=AUGMENTED_LOSS_SLOWDOWN.get(spec["variant"], 1.0))
+    result.check_memory(memory_limit_gib(config), where)
+    return result
+
+
+def train(run: Run, corpus, out_dir, log, **job) -> None:
+    """Train (or resume) the run: the engine's train_run with the augmented loss as its extra loss; metrics.json
+    also records the AL settings (``inan``) and, for an AL run, how informative its final y~ is."""
+    from replicate import io as rio
+    from replicate import provenance
+    from replicate.inan.trainer import AugmentedTrainer
+    from replicate.lstm.runner import train_run
+
+    spec = run.spec
+    _, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], spec.get("overrides"))
+    hooks = {"extra_loss": al, "trainer_cls": AugmentedTrainer} if al is not None else {}
+    # the numbers come from the engine AND the augmented loss: the run's code version covers both, read
+    # before training (a source edited while the run trains must not be stamped on its numbers)
+    code_version = provenance.code_version(run_settings, AugmentedTrainer)
+    result = train_run({"name": run.name, "settings": run.settings, "config": run.config}, corpus, out_dir,
+                       log=log, **job, **hooks)
+    result["code_version"] = code_version
+    if al is not None:  # how informative its y~ ended up, with the run (a restore brings no weights)
+        result["soft_target"] = final_soft_target(Path(out_dir), corpus.valid[1:], al)
+    keys = ("tau", "gamma", "alpha", "tau_power", "soft_target_grad", "prediction_bias", "target_norm")
+    result["inan"] = {**{k: spec[k] for k in ("dataset", "size", "variant", "seed")},
+                      **{k: getattr(al, k) if al else None for k in keys}, "reduction": spec.get("reduction")}
+    rio.write_json(Path(out_dir) / "metrics.json", result)
+
+
+def final_soft_target(run: Path, targets, al) -> dict:
+    """``soft_target.summarise`` of a finished run's y~ (its checkpoint's input embedding, at its own tau and
+    target_norm) over the valid split's targets."""
+    from replicate.inan.soft_target import checkpoint_state, summarise
+
+    embedding = checkpoint_state(run)["model"]["embedding.weight"]
+    return summarise(embedding, al.tau, targets, min(10, embedding.shape[0]), target_norm=al.target_norm)

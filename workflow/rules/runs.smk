@@ -1,0 +1,86 @@
+# The training runs that the experiments declare (replicate/<experiment>/runs.py): one rule per run kind, named by
+# the kind (press_wolf_train, inan_train, inan_ablation_train, inan_screen_train), so `--set-threads inan_train=1`
+# and a profile's set-resources name them as before. A job runs `python -m replicate train <experiment> <run_id>`
+# with this command's config files and --config keys: the command it prints is the command to type. Its `spec`
+# param is the run's resolved settings (Snakemake reruns a job whose settings changed); threads and resources come
+# from the same Run.
+import functools
+import shlex
+
+from replicate import experiments
+
+
+# `--configfile F ... --config K=V ...` of this snakemake command, for the jobs' commands (config/config.yaml if none)
+CONFIG_ARGS = experiments.config_args(workflow.overwrite_configfiles, workflow.config_settings.config_args)
+
+
+@functools.lru_cache(maxsize=None)
+def declared_run(experiment, run_id):
+    """The Run of a run id (a SettingError names what is wrong with it, and the canonical spelling)."""
+    return experiments.resolve_run(config, experiment, run_id)
+
+
+def run_targets(experiment, prefix=""):
+    """The metrics.json of the configured runs of ``experiment`` whose run id starts with ``prefix``."""
+    return [R(f"{experiment}/{run_id}/metrics.json") for run_id in RUNS[experiment] if run_id.startswith(prefix)]
+
+
+def job_run(kind):
+    return lambda wildcards: declared_run(kind.experiment, kind.run_id(wildcards))
+
+
+def train_check(kind):
+    """Plan-time check of one run: its id resolves (settings in range, memory under the limit), and a finished
+    run in its folder is not replaced by other settings unless the command forces it."""
+
+    def check(wildcards):
+        run = job_run(kind)(wildcards)
+        metrics = R(f"{run.folder}/metrics.json")
+        run.refuse_to_overwrite(metrics, forced(kind.rule, metrics))
+
+    return check
+
+
+def train_args(kind, wildcards):
+    """What `python -m replicate train` takes before the job's options: the run, and this command's config."""
+    return f"{kind.experiment} {shlex.quote(kind.run_id(wildcards))} {CONFIG_ARGS}"
+
+
+def train_outputs(kind):
+    files = ("metrics", "history") if kind.history else ("metrics",)
+    return {name: R(f"{kind.experiment}/{kind.pattern}/{name}.{'json' if name == 'metrics' else 'csv'}")
+            for name in files}
+
+
+for kind in experiments.kinds():
+
+    rule:
+        name: kind.rule
+        input:
+            corpus=lambda wildcards, kind=kind: R(paths.DATA_CORPUS.format(dataset=job_run(kind)(wildcards).dataset)),
+            checked=plan_check(train_check(kind)),
+        output:
+            **train_outputs(kind),
+        wildcard_constraints:
+            **kind.constraints,
+        params:
+            spec=lambda wildcards, kind=kind: job_run(kind)(wildcards).spec_json,
+            # `<experiment> <run_id> --configfile ...`: named from the output path, so no rerun trigger (the spec is)
+            args=lambda wildcards, output, kind=kind: train_args(kind, wildcards),
+            device=config["device"],
+            flags=engine_flags(keep_checkpoint=kind.keep_checkpoint or None),
+            code=code_version(*kind.code),
+        threads: config[kind.experiment]["threads"]
+        resources:
+            # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
+            mem_mb=lambda wildcards, threads, attempt, kind=kind: job_run(kind)(wildcards).resources(threads, attempt)["mem_mb"],
+            runtime=lambda wildcards, threads, attempt, kind=kind: job_run(kind)(wildcards).resources(threads, attempt)["runtime"],
+            one_thread_min=lambda wildcards, kind=kind: job_run(kind)(wildcards).resources()["one_thread_min"],
+            gpu=train_gpus,
+        log:
+            R(f"logs/{kind.experiment}/{kind.pattern}.log"),
+        benchmark:
+            R(f"benchmarks/{kind.experiment}/{kind.pattern}.tsv")
+        shell:
+            "python -m replicate train {params.args} --threads {threads} --device {params.device} {params.flags} "
+            "> {log:q} 2>&1"
