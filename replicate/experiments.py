@@ -81,7 +81,7 @@ class Run:
     @property
     def spec_json(self) -> str:
         """``spec`` as one line of JSON: the training rule's rerun trigger (its `spec` param)."""
-        return json.dumps(self.spec, sort_keys=True, separators=(",", ":"))
+        return spec_json(self.spec)
 
     @property
     def folder(self) -> str:
@@ -147,10 +147,15 @@ def canonical(raw: str, spell: Callable[[Any], str], what: str, where: str) -> A
 
 
 def seed_of(raw: str, where: str) -> int:
-    seed = canonical(raw, lambda v: str(v), "seed", where)
+    seed = canonical(raw, str, "seed", where)
     if not isinstance(seed, int) or seed < 0:
         raise SettingError(f"{where}: seed{raw} is not an integer >= 0", "write e.g. seed1")
     return seed
+
+
+def spec_json(obj: Any) -> str:
+    """A run spec as one line of JSON, keys sorted: a rule's rerun trigger (quote it with {params.spec:q})."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def run_config(config: dict[str, Any], **extra: Any) -> dict[str, Any]:

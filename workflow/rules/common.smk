@@ -8,7 +8,8 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as _snakemake_logger
 
-from replicate import costs, paths, plan_lines, progress
+from replicate import costs, experiments, paths, plan_lines, progress
+from replicate.experiments import spec_json
 from replicate.provenance import code_version
 from replicate.run_checks import refuse_to_overwrite
 from replicate.targets import explain as explain_target
@@ -96,11 +97,6 @@ def check_wildcard(wildcards, key, ref, where, fix):
     return SCHEMAS.check(parse_text(getattr(wildcards, key)), ref, key=key, where=where, fix=fix)
 
 
-def spec_json(obj):
-    """Serialise a run spec for the command line (quote it with {params.spec:q})."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
 def engine_flags(keep_checkpoint=None):
     """Flags of an engine training command: --allow-tf32 (config allow_tf32) and --drop-checkpoint (config
     keep_final_checkpoint false; keep_checkpoint=True for runs whose weights an analysis reads)."""
@@ -109,12 +105,8 @@ def engine_flags(keep_checkpoint=None):
 
 
 def run_config(section, **extra):
-    """The part of the config a job depends on, plus the global keys, as one dict."""
-    base = {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"]}
-    if section is not None:
-        base[section] = config[section]
-    base.update(extra)
-    return base
+    """The part of the config a job depends on (``section``, or none), plus the global keys, as one dict."""
+    return experiments.run_config(config, **({section: config[section]} if section is not None else {}), **extra)
 
 
 def requested_targets():
