@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from replicate import paths as P
@@ -27,6 +29,44 @@ def read(res: Results) -> None:
         read_table(res, key, rel, cols)
     res.embedding_similarity = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
                                           ["comparison", "spearman", "protocol"])
+    read_table(res, "scale_runs", P.SCALE_RUNS, ["run", "train_tokens", "stop_reason", "max_epochs"])
+    res.raw["scale_eval_tokens"] = pd.DataFrame(
+        [{"path": str(m), "eval_max_tokens": json.loads(m.read_text()).get("settings", {}).get("eval_max_tokens")}
+         for m in sorted(res.root.glob(P.SCALE_METRICS.format(dataset="*", pct="*", hidden="*", variant="*",
+                                                                 dropout="*", seed="*")))],
+        columns=["path", "eval_max_tokens"])
+
+
+METRIC_WORDS = {"best_valid": "its best valid perplexity over epochs, on the same tokens that choose that epoch "
+                              "and stop the run",
+                "final_valid": "its valid perplexity at its last epoch, on the same tokens that stop the run"}
+
+
+def regime(res: Results) -> str:
+    """The regime of the study's numbers, read from its runs (runs.csv, each run's settings, the gain table):
+    training tokens, valid perplexities, the tokens a run is evaluated on and which epoch's number is compared,
+    and how many runs stopped at the epoch cap rather than by patience ('' without the runs table)."""
+    runs, gain = res.raw.get("scale_runs"), res.raw.get("scale_gain")
+    if runs is None or runs.empty:
+        return ""
+    tokens = runs["train_tokens"].astype(float)
+    parts = [f"{len(runs)} LSTM runs on {B.cell(tokens.min(), 'train_tokens')[0]} to "
+             f"{B.cell(tokens.max(), 'train_tokens')[0]} training tokens"]
+    if gain is not None and {"untied_valid_ppl_mean", "tied_valid_ppl_mean"} <= set(gain.columns):
+        ppl = gain[["untied_valid_ppl_mean", "tied_valid_ppl_mean"]].astype(float)
+        parts[0] += f", at valid perplexities of {ppl.min().min():.0f} to {ppl.max().max():.0f} (means over seeds)"
+    sizes = res.raw["scale_eval_tokens"]["eval_max_tokens"]
+    if len(sizes):
+        firsts = [f"{int(n):,}" for n in sorted(sizes.dropna().unique())]
+        where = (f"the first {' or '.join(firsts)} tokens of the valid split" if firsts else "the whole valid split")
+        metric = gain["metric"].iloc[0] if gain is not None and "metric" in gain.columns else None
+        parts.append(f"Each run is evaluated on {where}" + (f"; the number compared is {METRIC_WORDS[metric]}"
+                                                           if metric in METRIC_WORDS else ""))
+    at_cap = int((runs["stop_reason"] == "cap").sum())
+    caps = " or ".join(f"{int(c)}-epoch" for c in sorted(runs["max_epochs"].dropna().unique()))
+    parts.append(f"{at_cap} of {len(runs)} runs stopped at the {caps or 'epoch'} cap, not by patience, so they "
+                 f"may still have been improving")
+    return "**Regime** (read from the runs): " + ". ".join(parts) + "."
 
 
 # (result, heading, caption, columns shown: None = all; the full file is linked under each table)
@@ -94,6 +134,8 @@ def section(ctx: Context) -> str:
                                            "the transformer": "scale_transformer"})]
     for key, title, caption, columns in SCALE_TABLES:
         out.append(f"### {title}")
+        if key == "scale_gain":
+            out.append(regime(res))
         frame = res.raw.get(key)
         if frame is None:
             out.append(missing(title))
