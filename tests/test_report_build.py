@@ -570,8 +570,9 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
 
 def test_scale_regime_is_read_from_the_runs(tmp_path):
     """The regime beside the gain table: tokens, valid perplexities, the valid tokens each run is evaluated on,
-    the epoch compared, the runs stopped at the cap; each read from the runs, none typed."""
-    from replicate.scale.section import regime
+    the epoch compared, the runs stopped at the cap; beside the transformer's: steps, tokens, the tokens that
+    choose and compare, the runs ending with train above valid loss; each read from the runs, none typed."""
+    from replicate.scale.section import regime, transformer_regime
 
     root = tmp_path / "results"
     (root / "scale").mkdir(parents=True)
@@ -595,6 +596,19 @@ def test_scale_regime_is_read_from_the_runs(tmp_path):
         "improving.")
     (root / "scale/runs.csv").unlink()
     assert regime(load(root)) == ""
+    for v in ("untied", "tied"):
+        run = root / f"scale/transformer/{v}_std0.02_lr0.003/seed1"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"spec": {"steps": 500, "batch_size": 8, "seq_len": 128,
+                                                               "eval_tokens": 8192}}))
+    pd.DataFrame({"variant": ["untied", "tied", "tied"], "seed": 1, "selected": [True, True, False],
+                  "final_train_loss": [6.14, 5.9, 5.0], "final_valid_loss": [5.89, 5.97, 6.2], "protocol": "reduced"}
+                 ).to_csv(root / "tables/scale_transformer.csv", index=False)
+    assert transformer_regime(load(root)) == (
+        "**Regime** (read from the runs): 2 runs of 500 steps of 8 × 128 tokens (512,000 training tokens a run); "
+        "the lr is chosen on the first 8,192 tokens of the valid split and the variants are compared on the first "
+        "8,192 of the test split. 1 of 2 runs at their own lr end with a train loss above their valid loss (a run "
+        "that over-fits ends below it).")
 
 
 def test_protocol_differences_listed(tmp_path):
