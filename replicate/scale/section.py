@@ -66,7 +66,7 @@ def regime(res: Results) -> str:
              f"{B.cell(tokens.max(), 'train_tokens')[0]} training tokens"]
     if gain is not None and {"untied_valid_ppl_mean", "tied_valid_ppl_mean"} <= set(gain.columns):
         ppl = gain[["untied_valid_ppl_mean", "tied_valid_ppl_mean"]].astype(float)
-        parts[0] += f", at valid perplexities of {ppl.min().min():.0f} to {ppl.max().max():.0f} (means over seeds)"
+        parts[0] += f", at valid perplexities of {ppl.min().min():,.0f} to {ppl.max().max():,.0f} (means over seeds)"
     sizes = res.raw["scale_eval_tokens"]
     if len(sizes):
         firsts = _values(sizes["eval_max_tokens"])
