@@ -27,6 +27,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-extensions", "--disable-dev-shm-usage", "--hide-scrollbars"]
 ARTIFACTS = REPO_ROOT / "test-artifacts"
+PHONE_HEIGHT = 844   # a phone's viewport, 390 x 844 CSS px
+LEGIBLE_PX = 9.5     # the smallest text of a figure, in CSS px as shown, that a reader can still read
 
 
 class DevTools:
@@ -157,7 +159,8 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
         try:
             for domain in ("Page", "Runtime", "Log"):
                 dt.call(f"{domain}.enable")
-            dt.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
+            height = PHONE_HEIGHT if width < 600 else 900
+            dt.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
                     mobile=width < 600)
             dt.events.clear()
             dt.call("Page.navigate", url=html.resolve().as_uri())
@@ -167,7 +170,24 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
                   const imgs = Array.from(document.images);
                   await Promise.all(imgs.map(i => i.decode().catch(() => null)));
                   return {
-                    images: imgs.map(i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight})),
+                    images: imgs.map(i => ({alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight,
+                                            shown: i.getBoundingClientRect().width, figure: i.dataset.figure || null})),
+                    firstAnswer: (() => {  // the first effect stated in numbers in the answer in brief
+                      const g = document.querySelector('.glance');
+                      if (!g) return null;
+                      const walk = document.createTreeWalker(g, NodeFilter.SHOW_TEXT);
+                      const re = /-?[0-9.]+ ± [0-9.]+ [^ ]+ against the paper's -?[0-9.]+/;
+                      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+                        const m = re.exec(n.data);
+                        if (!m) continue;
+                        const range = document.createRange();
+                        range.setStart(n, m.index);
+                        range.setEnd(n, m.index + m[0].length);
+                        const r = range.getBoundingClientRect();
+                        return {text: m[0], top: r.top, bottom: r.bottom};
+                      }
+                      return null;
+                    })(),
                     headings: Array.from(document.querySelectorAll('h2')).map(h => h.textContent),
                     links: Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href')),
                     ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),
@@ -202,6 +222,16 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
                         .map(th => ({text: th.textContent.trim(), left: th.getBoundingClientRect().left,
                                      right: th.getBoundingClientRect().right, visibleRight: right}));
                     })(),
+                    compared: Array.from(document.querySelectorAll('table')).filter(t => !t.closest('.verdicts'))
+                                   .map(t => {  // ours vs paper (the verdict table reads as cards)
+                      const ths = Array.from(t.querySelectorAll('th'));
+                      const right = Math.min(t.parentElement.getBoundingClientRect().right, window.innerWidth);
+                      const first = re => ths.find(th => re.test(th.textContent.trim()));
+                      return [first(/(^| )ours( |$)|^distance$/), first(/(^| )paper( |$)/)].filter(th => th)
+                        .map(th => ({text: th.textContent.trim(), left: th.getBoundingClientRect().left,
+                                     right: th.getBoundingClientRect().right, visibleRight: right,
+                                     table: ths.map(h => h.textContent).join(' | ').slice(0, 80)}));
+                    }).filter(cols => cols.length === 2),
                     height: document.documentElement.scrollHeight,
                     pageWidth: document.documentElement.scrollWidth,
                     viewportWidth: window.innerWidth,
@@ -235,7 +265,7 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
                 screenshot.write_bytes(base64.b64decode(shot["data"]))
         finally:
             dt.close()
-        state["console_errors"] = errors
+        state["console_errors"], state["screenHeight"] = errors, height
         return state
     finally:
         proc.terminate()
@@ -247,6 +277,19 @@ def open_in_chromium(html: Path, screenshot: Path | None, width: int = 1280) -> 
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def _png(width: int, height: int) -> str:
+    """A white PNG of this size, base64-encoded."""
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\xff" * width for _ in range(height))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode()
+
+
 def assert_table6_valid_columns_visible(state: dict) -> None:
     """Press & Wolf Table 6's "valid ours" and "valid paper" lie inside the page without scrolling sideways."""
     cols = state["table6Valid"]
@@ -254,6 +297,32 @@ def assert_table6_valid_columns_visible(state: dict) -> None:
         f"Table 6's valid columns not found: {cols}"
     hidden = [c for c in cols if not 0 <= c["left"] < c["right"] <= c["visibleRight"]]
     assert not hidden, f"Table 6's valid columns need a sideways scroll at {state['viewportWidth']} px: {hidden}"
+
+
+def assert_compared_columns_visible(state: dict) -> None:
+    """In every table that sets ours against the paper's, the first of our columns and the first of the
+    paper's lie inside the page without scrolling sideways."""
+    hidden = [c for cols in state["compared"] for c in cols if not 0 <= c["left"] < c["right"] <= c["visibleRight"]]
+    assert not hidden, f"ours vs paper needs a sideways scroll at {state['viewportWidth']} px: {hidden}"
+
+
+def assert_first_screen_answers_in_numbers(state: dict) -> None:
+    """The answer in brief states an effect in numbers, ours ± our interval against the paper's, on the first
+    screen (no scrolling)."""
+    a = state["firstAnswer"]
+    assert a is not None, "the answer in brief states no effect against the paper's"
+    assert 0 <= a["top"] and a["bottom"] <= state["screenHeight"], \
+        f"the first answer in numbers is below the first screen ({state['screenHeight']} px): {a}"
+
+
+def assert_figures_legible(state: dict) -> None:
+    """Each figure is shown large enough that its smallest text (MIN_FONT_PT at DPI, replicate/plotting.py)
+    reads at LEGIBLE_PX or more."""
+    from replicate.plotting import DPI, MIN_FONT_PT
+
+    small = [(i["figure"], round(MIN_FONT_PT * DPI / 72 * i["shown"] / i["w"], 1)) for i in state["images"]
+             if i["figure"] and i["w"] and MIN_FONT_PT * DPI / 72 * i["shown"] / i["w"] < LEGIBLE_PX]
+    assert not small, f"figures whose text reads below {LEGIBLE_PX} px at {state['viewportWidth']} px: {small}"
 
 
 @pytest.mark.browser
@@ -362,8 +431,10 @@ def bundle_report(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("width", [1280, 390])
 def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report):
     """The bundle's report at 1280 px and at phone width: no sideways scroll, the plain answer above the
-    contents, one verdict and the paper's effect in the verdict table, the first claim's verdict inside the
-    viewport, every image decodes and every link resolves."""
+    contents and an effect in numbers against the paper's on the first screen, one verdict and the paper's
+    effect in the verdict table, the first claim's verdict inside the viewport, ours vs the paper's columns
+    visible in every table that compares them (Table 6's valid columns among them), figures whose text reads,
+    every image decodes and every link resolves."""
     state = open_in_chromium(bundle_report, ARTIFACTS / f"published_report_{width}.png", width=width)
     assert state["viewportWidth"] == width
     assert_no_sideways_scroll(state)
@@ -371,6 +442,9 @@ def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report)
     assert "verdict" in state["firstTableHead"] and "paper" in state["firstTableHead"], state["firstTableHead"]
     assert_first_verdict_visible(state)
     assert_table6_valid_columns_visible(state)
+    assert_compared_columns_visible(state)
+    assert_first_screen_answers_in_numbers(state)
+    assert_figures_legible(state)
     broken = [i for i in state["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
     assert state["images"] and not broken, broken
     assert state["links"], "no link in the report"
@@ -381,12 +455,16 @@ def test_published_report_reads_at_desktop_and_phone_width(width, bundle_report)
 @pytest.mark.browser
 def test_phone_width_check_can_fail(tmp_path):
     """A table outside a wrapper wider than the phone makes the page scroll sideways: caught; a verdict in
-    the last column of a wide table: caught; Table 6's valid columns behind ten others: caught; a link to a
+    the last column of a wide table: caught; Table 6's valid columns behind ten others: caught; the answer in
+    numbers below the first screen: caught; a 1,100 px figure shrunk to the phone's width: caught; a link to a
     missing file: caught."""
     page = tmp_path / "wide.html"
     cells = "".join(f"<td style='white-space:nowrap'>{1000000 + i:,}</td>" for i in range(30))
     verdict = "<td data-label='verdict'>holds</td>"
+    figure = f"<img data-figure='x' style='max-width:100%' src='data:image/png;base64,{_png(1100, 20)}'>"
     page.write_text(f"<!DOCTYPE html><html><head><meta name='viewport' content='width=device-width'></head><body>"
+                    f"<div class='glance'><div style='height:2000px'></div>tying: 3.47 ± 1.31 ppl against the "
+                    f"paper's 3.2 ppl</div>{figure}"
                     f"<a href='missing.csv'>x</a><table><tr>{cells}</tr></table>"
                     f"<div class='verdicts' style='overflow-x:auto'><table><tbody><tr>{cells}{verdict}</tr></tbody>"
                     f"</table></div><h3 id='press--wolf-table-6-small-model-no-dropout'>Table 6</h3>"
@@ -395,6 +473,12 @@ def test_phone_width_check_can_fail(tmp_path):
     state = open_in_chromium(page, None, width=390)
     with pytest.raises(AssertionError, match="Table 6's valid columns need a sideways scroll"):
         assert_table6_valid_columns_visible(state)
+    with pytest.raises(AssertionError, match="ours vs paper needs a sideways scroll"):
+        assert_compared_columns_visible(state)
+    with pytest.raises(AssertionError, match="below the first screen"):
+        assert_first_screen_answers_in_numbers(state)
+    with pytest.raises(AssertionError, match="figures whose text reads below"):
+        assert_figures_legible(state)
     with pytest.raises(AssertionError, match="the first verdict .* lies outside the"):
         assert_first_verdict_visible(state)
     with pytest.raises(AssertionError, match="scrolls sideways"):

@@ -568,6 +568,49 @@ def test_inan_and_scale_sections_read_owner_formats(tmp_path):
     assert all(c["cls"] == "" for r in sim["rows"] for c in r)  # 'tied' is no verdict cell
 
 
+def test_scale_regime_is_read_from_the_runs(tmp_path):
+    """The regime beside the gain table: tokens, valid perplexities, the valid tokens each run is evaluated on,
+    the epoch compared, the runs stopped at the cap; beside the transformer's: steps, tokens, the tokens that
+    choose and compare, the runs ending with train above valid loss; each read from the runs, none typed."""
+    from replicate.scale.section import regime, transformer_regime
+
+    root = tmp_path / "results"
+    (root / "scale").mkdir(parents=True)
+    (root / "tables").mkdir()
+    pd.DataFrame({"run": [f"scale/ptb/p{p}_h200_{v}_drop0/seed1" for p in (1, 10) for v in ("untied", "tied")],
+                  "train_tokens": [9296, 9296, 92959, 92959], "stop_reason": ["cap", "patience", "cap", "cap"],
+                  "max_epochs": 14, "protocol": "reduced"}).to_csv(root / "scale/runs.csv", index=False)
+    pd.DataFrame({"study": "data", "train_tokens": [9296, 92959], "hidden": 200, "embedding_share_untied": 0.86,
+                  "untied_valid_ppl_mean": [848.2, 382.7], "tied_valid_ppl_mean": [768.0, 357.6],
+                  "gain_mean": [80.2, 25.1], "metric": "best_valid", "protocol": "reduced"}
+                 ).to_csv(root / "tables/scale_gain.csv", index=False)
+    for p, v in ((1, "untied"), (10, "tied")):
+        run = root / f"scale/runs/ptb/p{p}_h200_{v}_drop0/seed1"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({"settings": {"eval_max_tokens": 8000}}))
+    assert regime(load(root)) == (
+        "**Regime** (read from the runs): 4 LSTM runs on 9,296 to 92,959 training tokens, at valid perplexities "
+        "of 358 to 848 (means over seeds). Each run is evaluated on the first 8,000 tokens of the valid split; the "
+        "number compared is its best valid perplexity over epochs, on the same tokens that choose that epoch and "
+        "stop the run. 3 of 4 runs stopped at the 14-epoch cap, not by patience, so they may still have been "
+        "improving.")
+    (root / "scale/runs.csv").unlink()
+    assert regime(load(root)) == ""
+    for v in ("untied", "tied"):
+        run = root / f"scale/transformer/{v}_std0.02_lr0.003/seed1"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"spec": {"steps": 500, "batch_size": 8, "seq_len": 128,
+                                                               "eval_tokens": 8192}}))
+    pd.DataFrame({"variant": ["untied", "tied", "tied"], "seed": 1, "selected": [True, True, False],
+                  "final_train_loss": [6.14, 5.9, 5.0], "final_valid_loss": [5.89, 5.97, 6.2], "protocol": "reduced"}
+                 ).to_csv(root / "tables/scale_transformer.csv", index=False)
+    assert transformer_regime(load(root)) == (
+        "**Regime** (read from the runs): 2 runs of 500 steps of 8 × 128 tokens (512,000 training tokens a run); "
+        "the lr is chosen on the first 8,192 tokens of the valid split and the variants are compared on the first "
+        "8,192 of the test split. 1 of 2 runs at their own lr end with a train loss above their valid loss (a run "
+        "that over-fits ends below it).")
+
+
 def test_protocol_differences_listed(tmp_path):
     res = make_results(tmp_path)
     build(res, TEMPLATE, tmp_path / "r.md", tmp_path / "r.html",
@@ -648,6 +691,12 @@ def assert_counts_match_the_table(md: str, html: str) -> None:
     for paper in ("Press & Wolf", "Inan"):
         (bullet,) = [b for b in bullets if b.startswith(f"**{paper}")]
         assert stated_counts(bullet.split("Claims: ")[1]) == count([r for r in rows if f"({paper}" in r[0]])
+    section_of = {f"{c.statement} ({c.paper})": c.section for c in CLAIMS}
+    for section, m in X.SECTIONS.items():  # the essay's lines: each its own section's claims, no paper's
+        if hasattr(m, "ESSAY") and any(b.startswith(m.ESSAY) for b in bullets):
+            (bullet,) = [b for b in bullets if b.startswith(m.ESSAY)]
+            mine = [r for r in rows if section_of[r[0]] == section and not re.search(r"\((Press & Wolf|Inan)", r[0])]
+            assert stated_counts(bullet) == count(mine), bullet
     dirty = sum(r[col]["text"].endswith("(uncommitted tree)") for r in summary["rows"])
     said = re.search(r"(\d+) of these verdicts rest on runs made from a tree with uncommitted changes", glance)
     assert (int(said.group(1)) if said else 0) == dirty
@@ -664,6 +713,22 @@ def test_stated_counts_check_can_fail():
         html = to_html("| claim | verdict |\n|---|---|\n| a (Press & Wolf 2017) | holds |\n\n3 claims: 4 holds.\n",
                        Path("."), "t")
         assert_counts_match_the_table(md, html)
+
+
+def test_stated_counts_check_holds_each_essay_line_to_its_own_claims():
+    """The two essay lines with their counts swapped: the totals agree, each line does not: caught."""
+    from replicate.initial_loss.section import ESSAY as IL
+    from replicate.scale.section import ESSAY as SCALE
+
+    il, sc = (next(c for c in CLAIMS if c.id == i) for i in ("il_theory", "scale_data_gain"))
+    html = to_html(f"| claim | verdict |\n|---|---|\n| {il.statement} ({il.paper}) | holds |\n"
+                   f"| {sc.statement} ({sc.paper}) | inconclusive |\n\n2 claims: 1 holds; 1 inconclusive.\n",
+                   Path("."), "t")
+    glance = ('<div class="glance">\n\n- **Press & Wolf 2017**: Claims: none.\n- **Inan et al. 2017**: Claims: '
+              'none.\n- {}: 1 holds.\n- {}: 1 inconclusive.\n\n</div>')
+    assert_counts_match_the_table(glance.format(IL, SCALE), html)
+    with pytest.raises(AssertionError):
+        assert_counts_match_the_table(glance.format(SCALE, IL), html)
 
 
 def test_synthetic_report_has_nothing_unfilled_and_counts_match(synthetic_report):
@@ -688,8 +753,9 @@ def bundle_report(tmp_path_factory) -> dict:
     shutil.copytree(BUNDLE, copy, ignore=shutil.ignore_patterns("report"))
     with contextlib.chdir(base):  # as `publish --rebuild` builds it: results folder paper/measured
         build_report(Path("paper/measured"))
+    res = load(copy)
     return {"md": (copy / "report/report.md").read_text(), "html": (copy / "report/index.html").read_text(),
-            "verdicts": {c.id: v for c, v in X.evaluate_all(load(copy))}}
+            "verdicts": {c.id: v for c, v in X.evaluate_all(res)}, "results": res}
 
 
 BUILT = re.compile(r"Built [^;]*;")  # the one line that names when and from what it was built
@@ -711,9 +777,10 @@ def test_published_report_is_what_the_current_code_builds(bundle_report, name):
 
 @pytest.mark.skipif(not (BUNDLE / "MANIFEST.json").is_file(), reason="nothing published yet")
 def test_published_report_has_nothing_unfilled_and_counts_match(bundle_report):
-    """The bundle as the current code builds it: no {{ anywhere; every count stated equals
-    the table behind it; AL's gain (1.37 ± 1.76 ppl against the paper's 6.3) reads 'not reproduced: smaller
-    than reported'; the essay's closed-form checks are counted apart from the scale study's trained runs."""
+    """The bundle as the current code builds it: no {{ anywhere; every count stated equals the table behind it
+    (verdicts, rows within the bar, runs at the epoch cap); AL's gain (1.37 ± 1.76 ppl against the paper's 6.3)
+    reads 'not reproduced: smaller than reported'; the essay's closed-form checks are counted apart from the
+    scale study's trained runs."""
     md, html = bundle_report["md"], bundle_report["html"]
     assert "{{" not in md and "{{" not in html
     assert_counts_match_the_table(md, html)
@@ -725,6 +792,17 @@ def test_published_report_has_nothing_unfilled_and_counts_match(bundle_report):
         E.HOLDS, E.HOLDS, E.NOT_REPRODUCED_LARGER)
     assert "**Initial loss and embedding share** (the essay's claims; closed-form" in md
     assert "**The scale study** (the essay's claims; trained runs)" in md
+    # the rows within each paper's bar and the scale runs at the epoch cap, as stated: counted from the tables
+    res = bundle_report["results"]
+    for paper in (m.PAPER for m in X.SECTIONS.values() if hasattr(m, "PAPER")):
+        rows = res.raw[paper.table]
+        rows = rows[~rows["cell"].astype(str).str.contains("@")] if "cell" in rows else rows
+        rel = rows[[c for c in ("valid_rel_diff", "test_rel_diff") if c in rows]].dropna(how="all")
+        within = int((rel.abs().fillna(0) <= paper.bar).all(axis=1).sum())
+        assert f"{paper.table_name}: {within} of {len(rel)} rows within {paper.bar:.0%}" in md
+    runs = res.raw["scale_runs"]
+    cap = f"{(runs['stop_reason'] == 'cap').sum()} of {len(runs)} runs stopped at the {runs['max_epochs'].max()}-epoch"
+    assert cap in md
 
 
 def test_a_directive_left_unfilled_is_an_error(tmp_path):
@@ -739,8 +817,9 @@ def test_a_directive_left_unfilled_is_an_error(tmp_path):
 
 
 def test_a_smoke_report_calls_itself_a_smoke_run_in_its_title_and_brief(tmp_path):
-    """Its page title, its heading and its answer in brief say smoke run; 'replication report' appears in
-    none of them. The same results at a real protocol keep the template's title."""
+    """Its page title, its heading and its answer in brief say smoke run, and each figure's caption opens with
+    the mark; 'replication report' appears in none of them. The same results at a real protocol keep the
+    template's title and carry no mark."""
     res = make_results(tmp_path)
     table = pd.read_csv(res / "tables/press_wolf_table6.csv").assign(protocol="smoke")
     table.to_csv(res / "tables/press_wolf_table6.csv", index=False)
@@ -752,7 +831,10 @@ def test_a_smoke_report_calls_itself_a_smoke_run_in_its_title_and_brief(tmp_path
     assert "smoke run" in title.lower() and "replication report" not in title
     assert h1 == "# Tied input and output embeddings: smoke run (a pipeline check, not a replication)"
     assert "**This smoke run in brief**" in brief and "replication report" not in brief
+    captions = re.findall(r"^\*(.*)\* \*\*\[Full-size figure\]", md, flags=re.M)
+    assert captions and all(c.startswith("SMOKE RUN (tiny settings") for c in captions), captions
     real = make_results(tmp_path / "reduced")
     build(real, TEMPLATE, tmp_path / "s.md", tmp_path / "s.html")
     assert (tmp_path / "s.md").read_text().splitlines()[0] == "# Tied input and output embeddings: replication report"
-    assert "**The answer in brief**" in (tmp_path / "s.md").read_text()
+    real_md = (tmp_path / "s.md").read_text()
+    assert "**The answer in brief**" in real_md and "SMOKE RUN" not in real_md

@@ -67,10 +67,23 @@ PER_RUN_PPL = ("The per-run train and valid perplexities in the CSV are left out
                "stays near the vocabulary size |V|; it says nothing about the subspace distance.")
 
 
+PAPER_COLUMNS = ("paper_distance_approx", "diff_vs_paper")
+
+
+def beside_ours(cols: list[str]) -> list[str]:
+    """The paper's columns moved right after our distance, so that a phone shows ours against the paper's
+    without scrolling sideways."""
+    paper = [c for c in cols if c in PAPER_COLUMNS]
+    rest = [c for c in cols if c not in PAPER_COLUMNS]
+    at = next((i + 1 for i, c in enumerate(rest) if c in ("distance_mean", "distance")), len(rest))
+    return rest[:at] + paper + rest[at:]
+
+
 def _inan_figure1(ctx: Context, key: str) -> str:
     f = ctx.results.raw[key]
     runs = key.endswith("_runs")
-    cols = [c for c in f.columns if c not in ("paper_source", "metric") and not (runs and c.endswith("_ppl"))]
+    cols = beside_ours([c for c in f.columns if c not in ("paper_source", "metric")
+                        and not (runs and c.endswith("_ppl"))])
     metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
               else "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
     what = "one row per run (seed)" if runs else "mean over seeds per point"

@@ -2,7 +2,8 @@
 
 Figures linked from the Markdown are embedded as base64 PNG; the CSS is inline; there is no
 JavaScript and nothing is loaded from the network. Every table sits in a wrapper that scrolls sideways
-itself, so that the page does not at phone width; each figure links to its full-size file. Headings get
+itself, so that the page does not at phone width; each figure links to its full-size file and, at phone
+width, keeps 3/4 of its drawn size (its text legible) and scrolls sideways on its own. Headings get
 GitHub-style ids (so the Markdown's table of contents works in both); table cells carry their column's
 header (``data-label``: the verdict table reads as cards at phone width), cells holding a verdict a class
 (its colour; none in a smoke or mixed-protocol report), and cells holding a word too long to fit a column
@@ -71,6 +72,9 @@ td.past { background: #fce8e6; }
   main { padding: 12px 10px 40px; }
   h1 { font-size: 22px; } h2 { font-size: 19px; }
   table { font-size: 12.5px; }
+  /* a figure keeps 3/4 of its drawn size, its text legible, and scrolls sideways on its own */
+  main > p:has(> a > img) { overflow-x: auto; }
+  main > p:has(> a > img) img { max-width: none; width: 825px; }
 }
 @media (max-width: 480px) {  /* the verdict table as cards: the claim and its verdict first */
   .verdicts table, .verdicts tbody, .verdicts tr, .verdicts td { display: block; width: 100%; }

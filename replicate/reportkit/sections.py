@@ -65,13 +65,23 @@ def caption(ctx: Context, stem: str) -> str:
     return stem.replace("_", " ").capitalize() + "."
 
 
+SMOKE_MARK = "SMOKE RUN (tiny settings, a pipeline check; says nothing about the papers): "
+
+
+def smoke(res: Results) -> bool:
+    """Whether any result table was made under the smoke preset."""
+    return any(f["protocol"].astype(str).str.startswith("smoke").any() for f in res.raw.values() if "protocol" in f)
+
+
 def figures(ctx: Context, stems: list[str]) -> list[str]:
-    out = []
+    """The figures not shown yet, each with its caption; in a smoke run's report each caption opens with the
+    smoke mark."""
+    out, mark = [], SMOKE_MARK if smoke(ctx.results) else ""
     for stem in stems:
         if stem in ctx.used_figures:
             continue
         ctx.used_figures.add(stem)
-        out.append(B.figure(ctx.figures_dir / f"{stem}.png", caption(ctx, stem), ctx.md_path.parent))
+        out.append(B.figure(ctx.figures_dir / f"{stem}.png", mark + caption(ctx, stem), ctx.md_path.parent))
     return out
 
 

@@ -39,7 +39,7 @@ class Results:
     scale_claims: pd.DataFrame | None = None
     embedding_similarity: pd.DataFrame | None = None
     # displayed as is
-    raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written
+    raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written (or runs' settings)
     paths: dict[str, str] = field(default_factory=dict)             # name -> path relative to the root's parent
     benchmarks: pd.DataFrame | None = None
     speed: pd.DataFrame | None = None                               # the engine vs a plain loop

@@ -80,21 +80,94 @@ def tf_tying_lowers_test_ppl(r) -> Verdict:
                                     f"ln(untied / tied) = {ours:+.3f} (below 0: tied worse)"), effect)
 
 
+def _selected(r) -> pd.DataFrame | None:
+    """The transformer runs at each variant's own lr (``selected``), None without them."""
+    t = r.raw.get("scale_transformer")
+    if t is None or "selected" not in t.columns:
+        return None
+    return t[t["selected"].astype(str).str.lower() == "true"]
+
+
+def _per_variant(sel: pd.DataFrame, col: str) -> dict[str, pd.Series]:
+    """{variant: ``col`` by seed} of the selected runs, in the table's order."""
+    return {v: g.set_index("seed")[col] for v, g in sel.groupby("variant", sort=False)}
+
+
+def _seeds(xs, fmt: str = "{:g}") -> str:
+    return ", ".join(fmt.format(x) for x in xs)
+
+
 def tf_no_added_loss_spikes(r) -> Verdict:
     """Each tied variant's runs at its own lr have no more loss spikes than untied's (a count: its own test)."""
-    t = r.raw.get("scale_transformer")
-    if t is None or not {"selected", "loss_spikes"} <= set(t.columns):
+    sel = _selected(r)
+    if sel is None or "loss_spikes" not in sel.columns:
         return not_run("the transformer table has no selected runs with their loss spikes")
-    sel = t[t["selected"].astype(str).str.lower() == "true"]
-    spikes = {v: [int(x) for x in g["loss_spikes"]] for v, g in sel.groupby("variant", sort=False)}
-    grads = {v: [int(x) for x in g["grad_spikes"]] for v, g in sel.groupby("variant")} if "grad_spikes" in sel else {}
+    spikes = _per_variant(sel, "loss_spikes")
+    grads = _per_variant(sel, "grad_spikes") if "grad_spikes" in sel else {}
     if "untied" not in spikes or len(spikes) < 2:
         return not_run("the transformer table has no untied and tied runs at their own lr")
-    ok = all(sum(k) <= sum(spikes["untied"]) for v, k in spikes.items() if v != "untied")
-    per = "; ".join(f"{TF_VARIANTS.get(v, v)} {', '.join(map(str, k))}"
-                    + (f" (gradient-norm spikes {', '.join(map(str, grads[v]))})" if v in grads else "")
+    ok = all(k.sum() <= spikes["untied"].sum() for v, k in spikes.items() if v != "untied")
+    per = "; ".join(f"{TF_VARIANTS.get(v, v)} {_seeds(k)}"
+                    + (f" (gradient-norm spikes {_seeds(grads[v])})" if v in grads else "")
                     for v, k in spikes.items())
     return checked(ok, f"loss spikes per run at each variant's own lr: {per}")
+
+
+# tying "leaves the start of training" when each seed's step-0 loss is within this of untied's (nats; the
+# initial-loss sweep's tolerance for a start at log n)
+START_NATS = 0.1
+# tying "does not raise the gradient norms" when each seed's median norm is at most this far above untied's
+GRAD_REL = 0.1
+
+
+def _against_untied(r, col: str, what: str) -> tuple[dict, pd.Series] | Verdict:
+    """({tied variant: ``col`` by seed}, untied's ``col`` by seed) of the selected runs, or the not-run verdict."""
+    sel = _selected(r)
+    if sel is None or col not in sel.columns:
+        return not_run(f"the transformer table has no selected runs with their {what}")
+    per = _per_variant(sel, col)
+    base = per.pop("untied", None)
+    if base is None or not per:
+        return not_run("the transformer table has no untied and tied runs at their own lr")
+    return per, base
+
+
+def tf_start_unchanged(r) -> Verdict:
+    """Each tied variant with every matrix at untied's σ starts within START_NATS of untied's step-0 loss, seed
+    by seed (a seed's variants share the batches and every common weight); T5's unit embedding starts
+    elsewhere by its init, so it is listed, not tested."""
+    got = _against_untied(r, "step0_loss", "step-0 loss")
+    if isinstance(got, Verdict):
+        return got
+    per, base = got
+    sel = _selected(r)
+    sigma = sel.groupby("variant")["embed_std"].first() if "embed_std" in sel.columns else None
+    same = {v: x for v, x in per.items() if sigma is None or sigma[v] == sigma["untied"]}
+    if not same:
+        return not_run("no tied variant at the untied model's σ in the transformer table")
+    gap = {v: x - base.reindex(x.index) for v, x in per.items()}
+    ok = all(bool((gap[v].abs() <= START_NATS).all()) for v in same)
+    other = [v for v in per if v not in same]
+    log_n = f"; log n {num(sel.iloc[0], 'log_n'):.3f}" if "log_n" in sel.columns else ""
+    return checked(ok, "step-0 loss minus untied's, per seed: "
+                   + "; ".join(f"{TF_VARIANTS.get(v, v)} {_seeds(gap[v], '{:+.3f}')}" for v in same)
+                   + f" (untied {_seeds(base, '{:.3f}')}{log_n}; tolerance {START_NATS:g} nats)"
+                   + (f"; started at another σ by its init, not tested: "
+                      + "; ".join(f"{TF_VARIANTS.get(v, v)} {_seeds(gap[v], '{:+.3f}')}" for v in other)
+                      if other else ""))
+
+
+def tf_grad_norms_not_raised(r) -> Verdict:
+    """Each tied variant's median gradient norm at its own lr is at most GRAD_REL above untied's, seed by seed."""
+    got = _against_untied(r, "grad_norm_median", "gradient norms")
+    if isinstance(got, Verdict):
+        return got
+    per, base = got
+    ratio = {v: x / base.reindex(x.index) for v, x in per.items()}
+    ok = all(bool((q <= 1 + GRAD_REL).all()) for q in ratio.values())
+    return checked(ok, "median gradient norm over untied's, per seed, at each variant's own lr: "
+                   + "; ".join(f"{TF_VARIANTS.get(v, v)} {_seeds(q, '{:.2f}')}" for v, q in ratio.items())
+                   + f" (untied {_seeds(base, '{:.3f}')}; tolerance {GRAD_REL:.0%} above)")
 
 
 def emb_tied_like_output(r) -> Verdict:
@@ -122,6 +195,12 @@ CLAIMS: list[Claim] = [
     Claim("scale_tf_spikes", "In the small transformer, tying (with or without the output rescale) adds no "
           "loss spikes at each variant's own learning rate.", "the essay; the stability question", "scale",
           tf_no_added_loss_spikes),
+    Claim("scale_tf_start", "In the small transformer, tying with every matrix at the same σ (with or without the "
+          "output rescale) leaves the start of training where untied starts.", "the essay; the stability question",
+          "scale", tf_start_unchanged),
+    Claim("scale_tf_grad", "In the small transformer, tying (with or without the output rescale) does not raise "
+          "the gradient norms at each variant's own learning rate.", "the essay; the stability question", "scale",
+          tf_grad_norms_not_raised),
     *(Claim(f"{cid}{level}", f"{text}{where}", "the essay", "scale", _study_claim(f"{cid}{level}"))
       for level, where in (("", ", without dropout."), ("_drop0.3", ", at Zaremba dropout 0.3."))
       for cid, text in (("scale_data_gain", "The tying gain shrinks as the training data grows"),
@@ -132,5 +211,5 @@ CLAIMS: list[Claim] = [
 RESTS_ON = {  # the runs each claim rests on: a pattern over the result paths that carry provenance
     r"/scale/runs/|/embedding_similarity|/scale_claims": ("emb_tied_output", "scale_data_gain", "scale_model_share",
                                                          "scale_data_gain_drop0.3", "scale_model_share_drop0.3"),
-    r"/scale/transformer/|/scale_transformer": ("scale_tf_tied", "scale_tf_spikes"),
+    r"/scale/transformer/|/scale_transformer": ("scale_tf_tied", "scale_tf_spikes", "scale_tf_start", "scale_tf_grad"),
 }

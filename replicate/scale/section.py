@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import string
+
 import pandas as pd
 
 from replicate import paths as P
@@ -27,6 +30,78 @@ def read(res: Results) -> None:
         read_table(res, key, rel, cols)
     res.embedding_similarity = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
                                           ["comparison", "spearman", "protocol"])
+    read_table(res, "scale_runs", P.SCALE_RUNS, ["run", "train_tokens", "stop_reason", "max_epochs"])
+    run_settings(res, "scale_eval_tokens", P.SCALE_METRICS, "settings", ["eval_max_tokens"])
+    run_settings(res, "scale_transformer_specs", P.SCALE_TRANSFORMER_SUMMARY, "spec",
+                 ["steps", "batch_size", "seq_len", "eval_tokens"])
+
+
+def run_settings(res: Results, key: str, pattern: str, block: str, cols: list[str]) -> None:
+    """``cols`` of the ``block`` of every run's JSON file (``pattern``: its path in replicate.paths, each field a
+    wildcard), one row per run, as ``res.raw[key]``: the regime lines read the settings the runs were made with."""
+    wild = pattern.format(**{f: "*" for _, f, _, _ in string.Formatter().parse(pattern) if f})
+    blocks = [json.loads(path.read_text()).get(block) or {} for path in sorted(res.root.glob(wild))]
+    res.raw[key] = pd.DataFrame([{c: b.get(c) for c in cols} for b in blocks], columns=cols)
+
+
+def _values(xs: pd.Series) -> str:
+    """The distinct values of a settings column: '8,000' or '4,000 or 8,000'."""
+    return " or ".join(f"{int(v):,}" for v in sorted(xs.dropna().unique()))
+
+
+METRIC_WORDS = {"best_valid": "its best valid perplexity over epochs, on the same tokens that choose that epoch "
+                              "and stop the run",
+                "final_valid": "its valid perplexity at its last epoch, on the same tokens that stop the run"}
+
+
+def regime(res: Results) -> str:
+    """The regime of the study's numbers, read from its runs (runs.csv, each run's settings, the gain table):
+    training tokens, valid perplexities, the tokens a run is evaluated on and which epoch's number is compared,
+    and how many runs stopped at the epoch cap rather than by patience ('' without the runs table)."""
+    runs, gain = res.raw.get("scale_runs"), res.raw.get("scale_gain")
+    if runs is None or runs.empty:
+        return ""
+    tokens = runs["train_tokens"].astype(float)
+    parts = [f"{len(runs)} LSTM runs on {B.cell(tokens.min(), 'train_tokens')[0]} to "
+             f"{B.cell(tokens.max(), 'train_tokens')[0]} training tokens"]
+    if gain is not None and {"untied_valid_ppl_mean", "tied_valid_ppl_mean"} <= set(gain.columns):
+        ppl = gain[["untied_valid_ppl_mean", "tied_valid_ppl_mean"]].astype(float)
+        parts[0] += f", at valid perplexities of {ppl.min().min():,.0f} to {ppl.max().max():,.0f} (means over seeds)"
+    sizes = res.raw["scale_eval_tokens"]
+    if len(sizes):
+        firsts = _values(sizes["eval_max_tokens"])
+        where = f"the first {firsts} tokens of the valid split" if firsts else "the whole valid split"
+        metric = gain["metric"].iloc[0] if gain is not None and "metric" in gain.columns else None
+        parts.append(f"Each run is evaluated on {where}" + (f"; the number compared is {METRIC_WORDS[metric]}"
+                                                           if metric in METRIC_WORDS else ""))
+    at_cap = int((runs["stop_reason"] == "cap").sum())
+    caps = " or ".join(f"{int(c)}-epoch" for c in sorted(runs["max_epochs"].dropna().unique()))
+    parts.append(f"{at_cap} of {len(runs)} runs stopped at the {caps or 'epoch'} cap, not by patience, so they "
+                 f"may still have been improving")
+    return "**Regime** (read from the runs): " + ". ".join(parts) + "."
+
+
+def transformer_regime(res: Results) -> str:
+    """The small transformer's regime, read from its runs: the steps and tokens each run trains on, the tokens
+    that choose the lr and compare the variants, and how many runs at their own lr end with a train loss above
+    their valid loss ('' without the runs' settings)."""
+    spec, runs = res.raw["scale_transformer_specs"], res.raw.get("scale_transformer")
+    if spec.empty or spec.isna().any().any():
+        return ""
+    steps, batch, seq, ev = (_values(spec[c]) for c in ("steps", "batch_size", "seq_len", "eval_tokens"))
+    parts = [f"{len(spec)} runs of {steps} steps of {batch} × {seq} tokens "
+             f"({_values(spec['steps'] * spec['batch_size'] * spec['seq_len'])} training tokens a run); the lr is "
+             f"chosen on the first {ev} tokens of the valid split and the variants are compared on the first {ev} of "
+             f"the test split"]
+    if runs is not None and {"selected", "final_train_loss", "final_valid_loss"} <= set(runs.columns):
+        sel = runs[runs["selected"].astype(str).str.lower() == "true"]
+        above = int((sel["final_train_loss"] > sel["final_valid_loss"]).sum())
+        parts.append(f"{above} of {len(sel)} runs at their own lr end with a train loss above their valid loss (a run "
+                     f"that over-fits ends below it)")
+    return "**Regime** (read from the runs): " + ". ".join(parts) + "."
+
+
+REGIMES = {"scale_gain": regime, "scale_transformer": transformer_regime}  # stated above the table they qualify
 
 
 # (result, heading, caption, columns shown: None = all; the full file is linked under each table)
@@ -94,6 +169,8 @@ def section(ctx: Context) -> str:
                                            "the transformer": "scale_transformer"})]
     for key, title, caption, columns in SCALE_TABLES:
         out.append(f"### {title}")
+        if key in REGIMES:
+            out.append(REGIMES[key](res))
         frame = res.raw.get(key)
         if frame is None:
             out.append(missing(title))
