@@ -7,12 +7,16 @@ for provenance>}. Writes ``out_dir/metrics.json`` (with provenance), ``history.c
 Before a resume, the checkpoint is checked against its checksum (``checkpoint.pt.sha256``, written by
 ``replicate.io.torch_save``); a checkpoint written before checksums resumes unchecked, and says so. Before
 ``metrics.json`` is written, every number of the result must be finite: a run whose perplexity overflowed
-(it diverged) fails with a named error and writes no result.
+(it diverged) fails with a named error and writes no result. ``stop_at_batch_end``: SIGINT and SIGTERM stop a
+training job after a checkpoint at the end of its current batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +112,71 @@ def check_finite(name: str, metrics: dict[str, Any], train_cfg, output: str = "m
                              "lower the learning rate or the clip value (for a Press & Wolf cell: @lr=... or "
                              "@clip=..., its own run folder); a rerun with the same settings resumes the kept "
                              "checkpoint and ends the same way, so delete the run folder first")
+
+
+@contextlib.contextmanager
+def stop_at_batch_end():
+    """While this block runs, SIGINT and SIGTERM stop a training job after a checkpoint at the end of the current
+    batch, so an interrupt or a cluster preemption loses at most one batch, and the rerun resumes bit-identically.
+
+    The signal only asks the Trainer on the interrupted call stack for that checkpoint: its ``checkpoint_minutes``
+    (not in the fingerprint) becomes 0, and it stops after its next mid-epoch checkpoint (or, if the epoch ends
+    first, after the next epoch's first batch or before the final evaluation) the way the signal's previous handler
+    does (KeyboardInterrupt, or the attempt's ``Terminated``; exit status 128 + signal without one). A second
+    signal, or one with no Trainer training (set-up, the final evaluation, writing results), stops at once."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers: the main thread only
+        yield
+        return
+    previous = {s: handler for s in (signal.SIGINT, signal.SIGTERM)
+                if (handler := signal.getsignal(s)) is not signal.SIG_IGN}
+    asked = []
+
+    def stop(signum: int) -> None:
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, None)
+        raise SystemExit(128 + signum)
+
+    def on_signal(signum: int, frame) -> None:
+        trainer = None if asked else _training(frame)
+        if trainer is None:
+            stop(signum)
+        asked.append((trainer.epoch + 1, trainer.batch))
+        name, save = signal.Signals(signum).name, trainer.save_checkpoint
+
+        def save_then_stop() -> None:
+            save()
+            if trainer.batch:  # a mid-epoch checkpoint (an epoch's own is followed by its on_epoch hook's)
+                trainer.log(f"[{trainer.name}] {name}: stopped after a checkpoint at epoch {trainer.epoch + 1}, "
+                            f"batch {trainer.batch} (the signal came at epoch {asked[0][0]}, batch {asked[0][1]})")
+                stop(signum)
+
+        def stop_before_evaluation() -> None:
+            trainer.log(f"[{trainer.name}] {name}: stopped before the final evaluation (the checkpoint holds all "
+                        f"{trainer.epoch} epochs)")
+            stop(signum)
+
+        trainer.cfg.checkpoint_minutes = 0
+        trainer.save_checkpoint, trainer.final_metrics = save_then_stop, stop_before_evaluation
+
+    for signum in previous:
+        signal.signal(signum, on_signal)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _training(frame) -> Trainer | None:
+    """The Trainer with a checkpoint folder that the interrupted call stack (innermost ``frame``) trains with;
+    None if there is none or it is in its final evaluation (then everything trained is saved already)."""
+    trainer = None
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Trainer):
+            if frame.f_code.co_name == "final_metrics":
+                return None
+            trainer = trainer or owner
+        frame = frame.f_back
+    return trainer if trainer is not None and trainer.checkpoint_path is not None else None
