@@ -76,5 +76,5 @@ def interrupted_line(argv: list[str]) -> str:
 
     where = last_logged() or "before its first log line"
     return (f"interrupted (Ctrl-C): python -m replicate {' '.join(argv[:2])} stopped at: {where}; to resume, run "
-            "the same snakemake command again (a training run goes on from its last checkpoint if it wrote one: "
-            "at the end of every epoch and every checkpoint_minutes)")
+            "the same snakemake command again (a training run goes on from its last checkpoint: the one it wrote at "
+            "the end of the batch it was in, unless a second Ctrl-C stopped it at once)")

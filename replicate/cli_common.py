@@ -74,8 +74,8 @@ ATTEMPT_LOG = "train.log"
 
 
 class Terminated(BaseException):
-    """SIGTERM (a cluster time limit, snakemake stopping) turned into an exception, so that the attempt log
-    records how the attempt ended; the atomic writers never leave a half-written file either way."""
+    """SIGTERM (a cluster time limit or preemption, snakemake stopping) turned into an exception, so that the
+    attempt log records how the attempt ended; the atomic writers never leave a half-written file either way."""
 
 
 def keep_freed_memory() -> bool:
@@ -101,8 +101,12 @@ def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iter
     """One attempt of one training run: yields a ``log`` that also appends every line to
     ``out_dir/train.log`` under a header for this attempt, and a closing line (finished, interrupted,
     terminated or failed) after it. Snakemake deletes a job's ``log:`` file before each attempt; the run
-    folder's ``train.log`` keeps all of them. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished."""
-    from replicate.lstm.train import CHECKPOINT  # the engine's file name (a training command imports torch anyway)
+    folder's ``train.log`` keeps all of them. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished.
+    SIGINT and SIGTERM stop the training after a checkpoint at the end of its current batch (a second one at
+    once): ``replicate.lstm.runner.stop_at_batch_end``."""
+    # the engine's file name and its clean stop (a training command imports torch anyway)
+    from replicate.lstm.runner import stop_at_batch_end
+    from replicate.lstm.train import CHECKPOINT
 
     keep_freed_memory()
 
@@ -130,7 +134,8 @@ def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iter
         main_thread = threading.current_thread() is threading.main_thread()  # signals: main thread only
         old = signal.signal(signal.SIGTERM, on_term) if main_thread else None
         try:
-            yield attempt_log
+            with stop_at_batch_end():
+                yield attempt_log
             if drop_checkpoint:
                 (out / CHECKPOINT).unlink(missing_ok=True)
                 rio.checksum_path(out / CHECKPOINT).unlink(missing_ok=True)

@@ -9,7 +9,8 @@ compares to decide a rerun are untouched:
   whenever the spec does), a run of file paths in it (an aggregation's inputs) its first few and a count,
   and a command still over ``MAX_LINE`` characters is continued over lines (`` \\``), one option a line;
 - a job's input, output and log lists and the file lists in its reason keep their first files and say
-  how many more there are;
+  how many more there are; a training job whose run folder holds a checkpoint adds where it resumes to its
+  reason ("resumes from .../checkpoint.pt at epoch 2, batch 106");
 - any other plain line longer than ``MAX_LINE`` is wrapped, and a spec in it (a failed command) shortened;
 - a job that Ctrl-C or SIGTERM stopped prints one line (its rule, output, log and how to resume) instead of a
   RuleException / CalledProcessError block and an "Error in rule" block, and the closing WorkflowError says
@@ -24,6 +25,7 @@ import logging
 import os
 import re
 import textwrap
+from pathlib import Path
 
 ENV_FULL_PLAN = "REPLICATE_FULL_PLAN"
 MAX_LINE = 400
@@ -38,6 +40,7 @@ _STOPPED = re.compile(r"died with <Signals\.(SIGINT|SIGTERM): \d+>|returned non-
 _HOW = {"SIGINT": "Ctrl-C", "130": "Ctrl-C", "SIGTERM": "SIGTERM", "143": "SIGTERM"}
 RESUME = "to resume, run the same snakemake command again"
 DRY_RUN = "This was a dry-run"  # Snakemake's last line of a plan (-n)
+CHECKPOINT = "checkpoint.pt"  # replicate.lstm.train.CHECKPOINT (not imported here: it imports torch)
 
 
 def spec_placeholder(spec_text: str) -> str:
@@ -93,6 +96,24 @@ def shorten_reason(reason: str, keep: int = KEEP_FILES) -> str:
     return "; ".join(parts)
 
 
+def resume_note(outputs: list[str]) -> str:
+    """Where a job resumes, for the reason of a job whose output's folder (a training run's) holds a checkpoint:
+    "; resumes from <path> at epoch E, batch B", as the trainer logs it when it resumes; else ''."""
+    path = next((p for p in (Path(o).parent / CHECKPOINT for o in outputs) if p.is_file()), None)
+    if path is None:
+        return ""
+    import torch  # only when a checkpoint is there to read (mmap: its tensors are not read)
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # noqa: BLE001 - the job names the fault and its fix
+        return f"; {path} is unreadable ({type(exc).__name__}): the job says what to do"
+    epochs = ((state.get("fingerprint") or {}).get("train") or {}).get("epochs")
+    if epochs is not None and state["epoch"] >= epochs:
+        return f"; {path} holds all {epochs} epochs: the job only evaluates"
+    return f"; resumes from {path} at epoch {state['epoch'] + 1}, batch {state['batch']}"
+
+
 def wrap_long_lines(text: str, width: int = 100) -> str:
     """Lines over MAX_LINE characters wrapped at ``width``, continuation lines keeping the indent."""
     out = []
@@ -121,11 +142,12 @@ class ShortPlanFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", "") or "")
         if event == "job_info":
+            if isinstance(getattr(record, "reason", None), str):
+                outputs = getattr(record, "output", None)
+                record.reason = shorten_reason(record.reason) + resume_note(outputs if isinstance(outputs, list) else [])
             for key in ("input", "output", "log"):
                 if isinstance(getattr(record, key, None), list):
                     setattr(record, key, shorten_files(getattr(record, key)))
-            if isinstance(getattr(record, "reason", None), str):
-                record.reason = shorten_reason(record.reason)
         elif event == "shellcmd":
             if isinstance(getattr(record, "shellcmd", None), str):
                 record.shellcmd = shorten_command(record.shellcmd)

@@ -187,3 +187,26 @@ def test_a_failed_command_in_a_plain_message_prints_its_spec_short():
         record = _record(event, msg=f"Command 'set -euo pipefail; {_command(SPEC)}' returned non-zero exit status 1.")
         plan_lines.ShortPlanFilter().filter(record)
         assert "<spec sha256 " in record.msg and "small_wt" not in record.msg, event
+
+
+def test_a_job_whose_run_folder_holds_a_checkpoint_says_where_it_resumes(tmp_path):
+    """The reason of a training job names the checkpoint it resumes from and its position, as the trainer will log
+    it ("resumed from ...: epoch 2, batch 106"); a finished one only evaluates; an unreadable one is named."""
+    import torch
+
+    from replicate.lstm.train import CHECKPOINT
+
+    assert plan_lines.CHECKPOINT == CHECKPOINT
+    run = tmp_path / "press_wolf" / "small" / "seed1"
+    run.mkdir(parents=True)
+    outputs = [str(run / "metrics.json"), str(run / "history.csv")]
+    assert plan_lines.resume_note(outputs) == ""
+    torch.save({"epoch": 1, "batch": 106, "fingerprint": {"train": {"epochs": 13}}}, run / CHECKPOINT)
+    record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
+    record.event, record.output, record.reason = "job_info", outputs, "Missing output files: " + outputs[0]
+    assert plan_lines.ShortPlanFilter().filter(record)
+    assert record.reason.endswith(f"; resumes from {run / CHECKPOINT} at epoch 2, batch 106")
+    torch.save({"epoch": 13, "batch": 0, "fingerprint": {"train": {"epochs": 13}}}, run / CHECKPOINT)
+    assert plan_lines.resume_note(outputs) == f"; {run / CHECKPOINT} holds all 13 epochs: the job only evaluates"
+    (run / CHECKPOINT).write_bytes(b"garbled")
+    assert "is unreadable" in plan_lines.resume_note(outputs)

@@ -255,6 +255,45 @@ def test_a_kill_between_the_checksum_and_the_rename_leaves_a_pair_that_checks(tm
     assert rio.checksum_status(ckpt) is False
 
 
+# ----------------------------------------------------------------------------- 3b. a fault is not rerun as it is
+DIVERGES = {**SPEC, "settings": {**SPEC["settings"], "epochs": 2, "max_batches": 10, "lr": 100, "clip": 1000}}
+
+
+def test_a_diverged_run_records_its_fault_and_its_rerun_is_refused_until_a_setting_changes(corpus, tmp_path):
+    """lr 100, clip 1000 (as small@lr=100@clip=1000): the perplexity overflows after the last checkpoint. fault.json
+    records it; the same settings are refused at once, naming the fault, the checkpoint kept and the ways on."""
+    fault, ckpt = tmp_path / runner.FAULT, tmp_path / "checkpoint.pt"
+    with pytest.raises(ReplicateError, match="non-finite result") as err:
+        runner.train_run(DIVERGES, corpus, tmp_path, threads=1, device="cpu", log=quiet)
+    assert f"refused ({fault} records this fault" in str(err.value) and "@lr=..." in str(err.value)
+    record = rio.read_json(fault)
+    assert record["checkpoint"] == str(ckpt) and "valid_ppl = inf" in record["fault"]
+    logged = []
+    with pytest.raises(ReplicateError) as err:
+        runner.train_run(DIVERGES, corpus, tmp_path, threads=1, device="cpu", log=logged.append)
+    message = str(err.value)
+    assert "run tiny/seed1 is not rerun" in message and f"resume its checkpoint {ckpt}" in message
+    assert "valid_ppl = inf" in message and "@lr=..." in message and f"delete {fault} to retry" in message
+    assert not any("resumed from" in line for line in logged), "refused before it trains"
+    fingerprint = {**record["fingerprint"], "code_version": "other code"}
+    assert runner.check_fault(fault, fingerprint, "tiny/seed1") is None  # other code (or settings): no refusal
+    fault.unlink()  # the retry that the message offers: it resumes and diverges again
+    with pytest.raises(ReplicateError, match="non-finite result"):
+        runner.train_run(DIVERGES, corpus, tmp_path, threads=1, device="cpu", log=quiet)
+
+
+def test_a_non_finite_loss_is_recorded_as_the_runs_fault(corpus, tmp_path):
+    def poison(info):  # NaN weights after the 2nd step's gradient: the 3rd step's loss is NaN
+        if info.step == 1:
+            next(info.model.parameters()).data.fill_(math.nan)
+
+    with pytest.raises(ReplicateError, match=r"non-finite training loss \(nan\) at epoch 1, batch 3/3"):
+        runner.train_run(SPEC, corpus, tmp_path, threads=1, device="cpu", log=quiet, on_step=poison)
+    assert rio.read_json(tmp_path / runner.FAULT)["checkpoint"] is None  # none written before the fault
+    with pytest.raises(ReplicateError, match=r"is not rerun: .* it would train from scratch and hit it again"):
+        runner.train_run(SPEC, corpus, tmp_path, threads=1, device="cpu", log=quiet)
+
+
 # ----------------------------------------------------------------------------- 4. restore: all or nothing
 def test_restore_refuses_a_bundle_missing_a_listed_file_and_restores_nothing(tmp_path):
     bundle, results = tmp_path / "measured", tmp_path / "results"

@@ -52,13 +52,15 @@ def _subspace(args) -> int:
     from replicate.data import load_corpus
     from replicate.inan.subspace_exp import run_point
     from replicate.inan.subspace_spec import check_point_spec
+    from replicate.lstm.runner import stop_at_batch_end
 
     started = provenance.now()
     spec = load_spec(args.spec)
     check_point_spec(spec)
     dev = devices.resolve_device(args.device)
     devices.setup(args.threads, args.allow_tf32)
-    result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=log)
+    with stop_at_batch_end():  # SIGINT / SIGTERM: a checkpoint of the seed in training first
+        result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=log)
     result["provenance"] = provenance.collect(spec.get("config", spec), started, str(dev))
     rio.write_json(args.out, result)
     log(f"[6.2 tau={spec['tau']} beta={spec['beta']}] distance {result['distance_mean']:.4f} "
