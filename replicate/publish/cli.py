@@ -31,6 +31,8 @@ def _describe(p: bundle_mod.Plan) -> None:
         print(f"not published (no experiment owns it): {rel}")
     if p.dropped:
         print(f"replaced: {len(p.dropped)} bundle files of the runs named by --replace-runs")
+    if p.held_back:
+        print(f"held back (of a kind --replace-runs does not name): {len(p.held_back)} finished runs")
 
 
 def main(argv: list[str]) -> int:

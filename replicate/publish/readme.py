@@ -105,19 +105,29 @@ def _table(frame: pd.DataFrame, view: View) -> list[str]:
     return lines
 
 
+def table_versions(name: str, rel: str, runs: dict) -> str:
+    """`` (code version `v`)`` of the runs a table of experiment ``name`` is built from (``RunKind.tables``;
+    ``runs``: its MANIFEST.json entry's), '' for a table built from no run kind's runs (the claims)."""
+    kinds = {k.name for k in EXPERIMENTS[name].kinds if k.builds(rel)}
+    if not kinds:
+        return ""
+    versions = sorted({r.get("code_version") or "none recorded" for r in runs.values() if r.get("kind") in kinds})
+    if not versions:
+        return " (no runs published)"
+    return f" (code version{'s' if len(versions) > 1 else ''} {', '.join(f'`{v}`' for v in versions)})"
+
+
 def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
-    versions = ", ".join(f"{kind} `{v}`" if v else f"{kind} none recorded"
-                         for kind, v in entry.get("code_versions", {}).items()) or "none recorded"
     commit = (entry.get("commit") or "unknown")[:10]
     lines = [f"#### {EXPERIMENTS[name].title}", "",
-             f"Protocol `{entry.get('protocol') or 'unknown'}`; code version {versions}; "
-             f"{len(entry.get('runs', {}))} runs; published {entry.get('published')} from commit `{commit}`"
-             f"{dirty_note(entry)}.", ""]
+             f"Protocol `{entry.get('protocol') or 'unknown'}`; {len(entry.get('runs', {}))} runs; "
+             f"published {entry.get('published')} from commit `{commit}`{dirty_note(entry)}.", ""]
     tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
     for path, view in tables:
         rows = _table(pd.read_csv(path, dtype={"std": str}), view)
+        rel = path.relative_to(bundle).as_posix()
         if len(rows) > 2:  # a claims file with no claim of this experiment shows nothing
-            lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "", *rows, ""]
+            lines += [f"From `{shown}/{rel}`{table_versions(name, rel, entry.get('runs', {}))}:", "", *rows, ""]
         if view.note:
             lines += [view.note, ""]
     if not tables:

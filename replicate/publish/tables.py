@@ -2,8 +2,8 @@
 
 A table is built when all its runs have finished; a run of it that is skipped now (unfinished: being run
 again, or its result changed since) means the table holds numbers the bundle would not hold the run of.
-Rows are matched to runs for the run kinds whose tables name their runs (``ROWS``); NaN (an empty cell) is
-a value not measured or not published, an infinite number is a diverged run.
+Rows are matched to runs for the run kinds whose tables (``RunKind.tables``) name their runs (``ROWS``); NaN
+(an empty cell) is a value not measured or not published, an infinite number is a diverged run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable
 
 import pandas as pd
 
-from replicate.publish.catalogue import EXPERIMENTS, Run, Scan
+from replicate.publish.catalogue import EXPERIMENTS, Scan
 
 _SHOWN = 4
 
@@ -62,33 +62,22 @@ def _screen_row(name: str) -> dict:
     return {"variant": read[0], "tag": read[1]} if read else {}
 
 
-# (experiment, run kind) -> (its tables, relative to the results root, as a glob; the row values of a run name)
-ROWS: dict[tuple[str, str], tuple[str, Callable[[str], dict]]] = {
-    ("press_wolf", "lstm"): ("tables/press_wolf_table*.csv", _pw_row),
-    ("inan", "table1"): ("tables/inan_table1.csv", _table1_row),
-    ("inan", "ablation"): ("tables/inan_ablation.csv", _ablation_row),
-    ("inan", "screen"): ("tables/inan_screen.csv", _screen_row),
-}
-
-
-def _name(experiment: str, run: Run) -> str:
-    """The run's name inside its kind (``small_wt/seed1`` of ``press_wolf/small_wt/seed1``)."""
-    kind = next(k for k in EXPERIMENTS[experiment].kinds if k.name == run.kind)
-    return run.id.removeprefix(kind.run.format(name=""))
+# (experiment, run kind) -> the row values of a run name in the tables built from the kind's runs
+ROWS: dict[tuple[str, str], Callable[[str], dict]] = {
+    ("press_wolf", "lstm"): _pw_row, ("inan", "table1"): _table1_row, ("inan", "ablation"): _ablation_row,
+    ("inan", "screen"): _screen_row}
 
 
 def rows_of_skipped(scan: Scan, root: Path) -> list[str]:
     """``<table>: row of <run> (<why skipped>)`` for each published table row built from a run ``scan`` skips."""
     out = []
     for run in scan.skipped:
-        found = ROWS.get((scan.experiment, run.kind))
-        if found is None:
-            continue
-        pattern, row_of = found
-        values = row_of(_name(scan.experiment, run))
+        kind = next(k for k in EXPERIMENTS[scan.experiment].kinds if k.name == run.kind)
+        row_of = ROWS.get((scan.experiment, run.kind))
+        values = row_of(run.id.removeprefix(kind.run.format(name=""))) if row_of else {}
         if not values:
             continue
-        for rel in (r for r in scan.other if Path(r).match(pattern)):
+        for rel in (r for r in scan.other if r.endswith(".csv") and kind.builds(r)):
             try:
                 frame = pd.read_csv(root / rel)
             except (OSError, ValueError, pd.errors.ParserError):
