@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicate import io as rio
-from replicate import provenance
+from replicate import paths, provenance
 from replicate.errors import ReplicateError
 from replicate.publish import checks
 from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
 
 MANIFEST = "MANIFEST.json"
-REPORT_MD, REPORT_HTML = "report/report.md", "report/index.html"
 
 
 @dataclass
@@ -148,7 +147,8 @@ def build_report(root: Path) -> None:
     """``python -m replicate report build --results <root>`` into <root>/report/ (its printout dropped)."""
     from replicate.report import cli as report_cli
 
-    args = ["build", "--results", str(root), "--md", str(root / REPORT_MD), "--html", str(root / REPORT_HTML),
+    args = ["build", "--results", str(root), "--md", str(root / paths.REPORT_MD),
+            "--html", str(root / paths.REPORT_HTML),
             "--template", str(provenance.PROJECT_ROOT / "paper" / "report_template.md"),
             "--captions", str(provenance.PROJECT_ROOT / "workflow" / "report")]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -183,8 +183,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
         entry = manifest["files"].get(rel)
         if rel == MANIFEST or (entry is not None and entry["sha256"] == sha256(bundle / rel)):
             continue
-        manifest["files"][rel] = {"sha256": sha256(bundle / rel), "bytes": (bundle / rel).stat().st_size,
-                                  "experiment": owner(rel)}
+        manifest["files"][rel] = _entry(bundle, rel)
         changed.append(rel)
     manifest["rebuilt"] = {"at": provenance.now(), **stamp, "redrawn": redraw, "files": changed}
     rio.write_json(bundle / MANIFEST, manifest)
@@ -193,6 +192,11 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _entry(root: Path, rel: str) -> dict:
+    """A file's MANIFEST.json entry."""
+    return {"sha256": sha256(root / rel), "bytes": (root / rel).stat().st_size, "experiment": owner(rel)}
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -231,8 +235,7 @@ def _manifest(stage: Path, published: set[str], previous: dict) -> dict:
                             "commit": r.commit, "dirty": r.dirty} for r in s.runs},
         }
     return {"format": 1, **stamp, "experiments": experiments,
-            "files": {rel: {"sha256": sha256(stage / rel), "bytes": (stage / rel).stat().st_size,
-                            "experiment": owner(rel)} for rel in files}}
+            "files": {rel: _entry(stage, rel) for rel in files}}
 
 
 def _swap(stage: Path, bundle: Path, previous: Path) -> None:

@@ -245,6 +245,21 @@ def files_under(root: Path) -> list[str]:
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
+def declared(experiment: str, name: str) -> dict[str, str] | None:
+    """The wildcards of ``name`` (a run id relative to the experiment's folder) when it is a run of a kind the
+    experiment declares (``replicate/<experiment>/runs.py``), else None (a run no declaration trains)."""
+    from replicate.experiments import kinds
+
+    patterns = (k.pattern.format(**{w: f"(?P<{w}>{c})" for w, c in k.constraints.items()}) for k in kinds()
+                if k.experiment == experiment)
+    return next((m.groupdict() for p in patterns if (m := re.fullmatch(p, name))), None)
+
+
+def listed(items: list[str], shown: int = 4, sep: str = ", ") -> str:
+    """The first ``shown`` of ``items`` joined by ``sep``, and how many more there are."""
+    return sep.join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def benchmark_file(run_id: str) -> str:
     """The Snakemake benchmark file of a run (relative to the results root)."""
     return f"{paths.BENCHMARKS}/{run_id}.tsv"

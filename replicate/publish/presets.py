@@ -15,15 +15,14 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import re
 from typing import Any, Callable
 
 from replicate import provenance
 from replicate.errors import ReplicateError
+from replicate.publish.catalogue import declared, listed
 
 PRESETS = {"smoke": "config/smoke.yaml", "reduced": "config/config.yaml", "full": "config/paper.yaml"}
 IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allow_tf32"})
-_SHOWN = 6
 
 
 @functools.cache
@@ -67,15 +66,6 @@ def _config(record: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------- each run kind, rebuilt
-def _declared(experiment: str, run_id: str) -> bool:
-    """Whether ``run_id`` (relative to the experiment's folder) is a run of a kind ``replicate.experiments``
-    declares (Press & Wolf's, Inan's Table 1, ablation and screening runs)."""
-    from replicate.experiments import kinds
-
-    return any(k.experiment == experiment and re.fullmatch(
-        k.pattern.format(**{w: f"(?:{c})" for w, c in k.constraints.items()}), run_id) for k in kinds())
-
-
 def _run(run: str, record: dict, p: dict) -> list[str]:
     """A declared run: its dataset, the engine settings it trained with and Inan's augmented loss against those
     its declaration (``replicate/<experiment>/runs.py``) resolves from the preset for the same run id (a Press &
@@ -176,7 +166,7 @@ CHECKS: dict[tuple[str, str], Callable[[str, dict, dict], list[str]]] = {
 def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record: dict) -> str | None:
     """Why a run's recorded settings are not those of the preset its protocol names (None: they are, or the
     label names no preset)."""
-    check = _run if _declared(experiment, run.partition("/")[2]) else CHECKS.get((experiment, kind))
+    check = _run if declared(experiment, run.partition("/")[2]) else CHECKS.get((experiment, kind))
     if protocol not in PRESETS or check is None:
         return None
     try:
@@ -185,6 +175,5 @@ def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record:
         found = [f"its settings cannot be rebuilt from the preset ({type(exc).__name__}: {exc})"]
     if not found:
         return None
-    more = f"; and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
-    return f"{run} is labelled {protocol} but did not train with {PRESETS[protocol]} ({'; '.join(found[:_SHOWN])}{more})"
+    return f"{run} is labelled {protocol} but did not train with {PRESETS[protocol]} ({listed(found, 6, '; ')})"
 
