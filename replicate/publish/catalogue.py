@@ -25,18 +25,6 @@ PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
 
 
-def _top_version(record: dict) -> str | None:
-    return record.get("code_version")
-
-
-def _always(record: dict) -> bool:
-    return True
-
-
-def _never(record: dict) -> bool:
-    return False
-
-
 def _without_snapshots(record: dict) -> bool:
     """A scale run that wrote no embeddings (``embedding_record`` false; the previous design's runs all did)."""
     return record.get("embedding_record") is False
@@ -63,8 +51,8 @@ class RunKind:
     marker: str
     keep: tuple[str, ...]
     final: tuple[str, ...]
-    version: Callable[[dict], str | None] = _top_version
-    restorable: Callable[[dict], bool] = _always
+    version: Callable[[dict], str | None] = lambda record: record.get("code_version")
+    restorable: Callable[[dict], bool] = lambda record: True
     tables: tuple[str, ...] = ()
 
     def builds(self, rel: str) -> bool:
@@ -97,7 +85,7 @@ EXPERIMENTS = {e.name: e for e in (
                (_lstm_runs("table1", "inan/table1", (paths.INAN_TABLE1,)),
                 _lstm_runs("ablation", "inan/ablation", (paths.INAN_ABLATION,)),
                 replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),
-                        restorable=_never),  # its soft-target analysis reads the weights
+                        restorable=lambda record: False),  # its soft-target analysis reads the weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
@@ -187,10 +175,14 @@ def _read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _record_protocol(record: dict) -> str | None:
+def record_config(record: dict) -> dict:
+    """The config slice a result recorded as its provenance ({} when it has none)."""
     prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
-    config = prov.get("config") if isinstance(prov.get("config"), dict) else {}
-    return protocol_label(config.get("protocol", record.get("protocol")))
+    return prov.get("config") if isinstance(prov.get("config"), dict) else {}
+
+
+def _record_protocol(record: dict) -> str | None:
+    return protocol_label(record_config(record).get("protocol", record.get("protocol")))
 
 
 def _finite(value: Any) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from replicate import provenance
 from replicate.errors import ReplicateError
-from replicate.publish.catalogue import declared, listed
+from replicate.publish.catalogue import declared, listed, record_config
 
 PRESETS = {"smoke": "config/smoke.yaml", "reduced": "config/config.yaml", "full": "config/paper.yaml"}
 IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allow_tf32"})
@@ -60,11 +60,6 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _config(record: dict) -> dict:
-    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
-    return prov.get("config") if isinstance(prov.get("config"), dict) else {}
-
-
 # ----------------------------------------------------------------------------- each run kind, rebuilt
 def _run(run: str, record: dict, p: dict) -> list[str]:
     """A declared run: its dataset, the engine settings it trained with and Inan's augmented loss against those
@@ -74,7 +69,7 @@ def _run(run: str, record: dict, p: dict) -> list[str]:
 
     experiment, _, run_id = run.partition("/")
     expected = resolve_run({**p, "max_job_memory_gib": math.inf}, experiment, run_id)  # not this machine's limit
-    resolved, config = record.get("resolved") or {}, _config(record)
+    resolved, config = record.get("resolved") or {}, record_config(record)
     vocab = (resolved.get("model") or {}).get("vocab_size", 10000)
     al = [k for k in expected.guarded if k not in expected.settings]  # Inan's augmented loss (none: VD, RE)
     info, defaults = record.get("inan") or {}, _al_defaults()  # a record older than a field: its default
@@ -125,7 +120,7 @@ def _al_defaults() -> dict:
 def _subspace(run: str, record: dict, p: dict) -> list[str]:
     from replicate.inan.readings import reading_settings
 
-    config = _config(record)
+    config = record_config(record)
     reading, sub = config.get("reading"), p["inan"]["subspace"]
     if reading not in sub.get("readings", {}):
         return [f"reading: {reading!r} -> one of inan.subspace.readings ({', '.join(sorted(sub.get('readings', {})))})"]
@@ -136,14 +131,14 @@ def _subspace(run: str, record: dict, p: dict) -> list[str]:
 
 
 def _initial_loss(run: str, record: dict, p: dict) -> list[str]:
-    recorded = _config(record).get("initial_loss") or {}
+    recorded = record_config(record).get("initial_loss") or {}
     return differences(recorded, {k: p["initial_loss"].get(k, "unset") for k in recorded}, "initial_loss")
 
 
 def _scale_lstm(run: str, record: dict, p: dict) -> list[str]:
     from replicate.scale.study import train_spec
 
-    got = _config(record).get("scale_run") or {}
+    got = record_config(record).get("scale_run") or {}
     wc = {k: str(got.get(k)) for k in ("dataset", "pct", "hidden", "variant", "dropout", "seed")}
     expected = train_spec(p["scale"], wc, {}, bool(got.get("record")))["config"]["scale_run"]
     return differences(got, expected, "scale")
@@ -152,7 +147,7 @@ def _scale_lstm(run: str, record: dict, p: dict) -> list[str]:
 def _scale_transformer(run: str, record: dict, p: dict) -> list[str]:
     from replicate.scale.study import transformer_spec
 
-    got = _config(record).get("scale_transformer") or {}
+    got = record_config(record).get("scale_transformer") or {}
     wc = {"variant": got.get("variant"), "std": str(got.get("std")), "lr": str(got.get("lr")), "seed": str(got.get("seed"))}
     return differences(got, transformer_spec(p["scale"], wc, {})["config"]["scale_transformer"], "scale.transformer")
 
