@@ -149,8 +149,8 @@ class Scan:
         """This scan less the runs of ``kinds``, their benchmark files and the files built from them."""
         built = [k for k in EXPERIMENTS[self.experiment].kinds if k.name in kinds]
         gone = {r.id for r in (*self.runs, *self.skipped) if r.kind in kinds}
-        other = [f for f in self.other if f not in {benchmark_file(i) for i in gone}
-                 and not any(k.builds(f) for k in built)]
+        benchmarks = {benchmark_file(i) for i in gone}
+        other = [f for f in self.other if f not in benchmarks and not any(k.builds(f) for k in built)]
         kept = {r.id for r in self.runs if r.id not in gone} | set(other)
         protocols = {label: ids for label, found in self.protocols.items() if (ids := [i for i in found if i in kept])}
         return Scan(self.experiment, [r for r in self.runs if r.id not in gone],
