@@ -17,11 +17,15 @@ import functools
 import math
 from typing import Any, Callable
 
+import yaml
+
 from replicate import provenance
 from replicate.errors import ReplicateError
-from replicate.publish.catalogue import declared, listed, record_config
+from replicate.publish.catalogue import declared, listed, protocol_label, record_config
 
-PRESETS = {"smoke": "config/smoke.yaml", "reduced": "config/config.yaml", "full": "config/paper.yaml"}
+# protocol label -> the preset that sets it: each config/*.yaml with a top-level `protocol` (not an overlay)
+PRESETS = {label: f"config/{path.name}" for path in sorted((provenance.PROJECT_ROOT / "config").glob("*.yaml"))
+           if (label := protocol_label(yaml.safe_load(path.read_text(encoding="utf-8")).get("protocol")))}
 IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allow_tf32"})
 
 
