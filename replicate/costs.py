@@ -20,10 +20,10 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from replicate import resources
+from replicate import paths, resources
 from replicate.errors import ReplicateError
 
-EXPERIMENTS = ("press_wolf", "inan", "initial_loss", "scale")  # rule-name prefixes; the rest is "data, report"
+EXPERIMENTS = tuple(paths.GROUPS)  # rule-name prefixes; the rest is "data, report"
 OTHER = "data, report"
 
 DOCS_PAGE = "docs/reproducibility.md"

@@ -14,14 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from replicate import io as rio
-from replicate import provenance
+from replicate import paths, provenance
 from replicate.errors import ReplicateError
 from replicate.publish import checks
-from replicate.publish.catalogue import (EXPERIMENTS, NEVER, Scan, benchmark_file, files_under, owner, present,
-                                         scan)
+from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
 
 MANIFEST = "MANIFEST.json"
-REPORT_MD, REPORT_HTML = "report/report.md", "report/index.html"
 
 
 @dataclass
@@ -32,6 +30,7 @@ class Plan:
     scans: dict[str, Scan]
     unowned: list[str] = field(default_factory=list)   # results files no experiment publishes
     dropped: set[str] = field(default_factory=set)     # bundle files of the runs --replace-runs replaces
+    held_back: list[str] = field(default_factory=list)  # finished runs of kinds --replace-runs does not name
 
     @property
     def publishable(self) -> dict[str, Scan]:
@@ -42,9 +41,14 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
          replace: bool = False, replace_runs: list[str] | tuple[str, ...] = ()) -> Plan:
     """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix.
 
-    ``replace_runs``: run kinds as ``<experiment>/<kind>`` (``inan/table1``) whose runs in the bundle
-    give way to those in ``results``; the experiment's other runs stay and are still checked."""
+    ``replace_runs``: run kinds as ``<experiment>/<kind>`` (``inan/table1``) whose runs in the bundle, with the
+    files built from them, give way to those in ``results``. Of such an experiment only those runs and files are
+    published (and checked, also against the bundle's other runs, which stay); its other runs in ``results``
+    are held back."""
     results, bundle = Path(results), Path(bundle)
+    if replace and replace_runs:
+        raise ReplicateError("--replace drops all of an experiment's bundle files, --replace-runs publishes only "
+                             "some of its runs", "pass one of the two")
     if not results.is_dir():
         raise ReplicateError(f"results folder {results} not found", "pass --results <folder of a run>")
     names = list(dict.fromkeys(experiments or present(results)))
@@ -61,19 +65,21 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
                              + (f" (not finished: {', '.join(unfinished)})" if unfinished else ""),
                              "publish once a run has finished, or name other experiments")
     kinds = _replaced_kinds(replace_runs, scans, results)
+    limited = {n: s.only(kinds[n]) for n, s in scans.items() if n in kinds}
+    held_back = [r.id for n in limited for r in scans[n].runs if r.kind not in kinds[n]]
+    scans |= limited  # what a limited experiment ships: the named kinds' runs and the files built from them
     held = {} if replace else {n: scan(bundle, n) for n in scans}
-    dropped = {f for n, s in held.items() for r in s.runs if (n, r.kind) in kinds
-               for f in (*r.files, benchmark_file(r.id))}
-    held = {n: _without(s, {k for e, k in kinds if e == n}) for n, s in held.items()}
-    checks.refuse(scans, held, results, bundle)
+    kept = {n: s.without(kinds.get(n, set())) for n, s in held.items()}
+    dropped = {f for n in held for f in set(held[n].files) - set(kept[n].files)}
+    checks.refuse(scans, kept, results, bundle)
     unowned = [rel for rel in files_under(results) if not rel.startswith(NEVER) and owner(rel) is None]
-    return Plan(results, bundle, scans, unowned, dropped)
+    return Plan(results, bundle, scans, unowned, dropped, held_back)
 
 
-def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> set[tuple[str, str]]:
-    """``<experiment>/<kind>`` names as (experiment, kind); raise on one that names nothing to publish."""
+def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> dict[str, set[str]]:
+    """``<experiment>/<kind>`` names as experiment -> kinds; raise on one that names nothing to publish."""
     known = sorted({f"{e.name}/{k.name}" for e in EXPERIMENTS.values() for k in e.kinds})
-    out = set()
+    out: dict[str, set[str]] = {}
     for name in names:
         experiment, _, kind = name.partition("/")
         if name not in known:
@@ -81,15 +87,8 @@ def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> set[tuple[s
         if experiment not in scans or not any(r.kind == kind for r in scans[experiment].runs):
             raise ReplicateError(f"--replace-runs {name}: {results} holds no finished {name} runs to replace "
                                  "the bundle's with", "finish those runs first, or drop the option")
-        out.add((experiment, kind))
+        out.setdefault(experiment, set()).add(kind)
     return out
-
-
-def _without(s: Scan, kinds: set[str]) -> Scan:
-    """``s`` less its runs of ``kinds`` (and their entries in its protocol record)."""
-    gone = {r.id for r in s.runs if r.kind in kinds}
-    protocols = {label: kept for label, ids in s.protocols.items() if (kept := [i for i in ids if i not in gone])}
-    return Scan(s.experiment, [r for r in s.runs if r.id not in gone], s.skipped, s.other, protocols)
 
 
 def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict:
@@ -148,7 +147,8 @@ def build_report(root: Path) -> None:
     """``python -m replicate report build --results <root>`` into <root>/report/ (its printout dropped)."""
     from replicate.report import cli as report_cli
 
-    args = ["build", "--results", str(root), "--md", str(root / REPORT_MD), "--html", str(root / REPORT_HTML),
+    args = ["build", "--results", str(root), "--md", str(root / paths.REPORT_MD),
+            "--html", str(root / paths.REPORT_HTML),
             "--template", str(provenance.PROJECT_ROOT / "paper" / "report_template.md"),
             "--captions", str(provenance.PROJECT_ROOT / "workflow" / "report")]
     with contextlib.redirect_stdout(io.StringIO()):
@@ -183,8 +183,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
         entry = manifest["files"].get(rel)
         if rel == MANIFEST or (entry is not None and entry["sha256"] == sha256(bundle / rel)):
             continue
-        manifest["files"][rel] = {"sha256": sha256(bundle / rel), "bytes": (bundle / rel).stat().st_size,
-                                  "experiment": owner(rel)}
+        manifest["files"][rel] = _entry(bundle, rel)
         changed.append(rel)
     manifest["rebuilt"] = {"at": provenance.now(), **stamp, "redrawn": redraw, "files": changed}
     rio.write_json(bundle / MANIFEST, manifest)
@@ -193,6 +192,11 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _entry(root: Path, rel: str) -> dict:
+    """A file's MANIFEST.json entry."""
+    return {"sha256": sha256(root / rel), "bytes": (root / rel).stat().st_size, "experiment": owner(rel)}
 
 
 def _copy(src: Path, dest: Path) -> None:
@@ -231,8 +235,7 @@ def _manifest(stage: Path, published: set[str], previous: dict) -> dict:
                             "commit": r.commit, "dirty": r.dirty} for r in s.runs},
         }
     return {"format": 1, **stamp, "experiments": experiments,
-            "files": {rel: {"sha256": sha256(stage / rel), "bytes": (stage / rel).stat().st_size,
-                            "experiment": owner(rel)} for rel in files}}
+            "files": {rel: _entry(stage, rel) for rel in files}}
 
 
 def _swap(stage: Path, bundle: Path, previous: Path) -> None:

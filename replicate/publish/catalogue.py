@@ -25,18 +25,6 @@ PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
 
 
-def _top_version(record: dict) -> str | None:
-    return record.get("code_version")
-
-
-def _always(record: dict) -> bool:
-    return True
-
-
-def _never(record: dict) -> bool:
-    return False
-
-
 def _without_snapshots(record: dict) -> bool:
     """A scale run that wrote no embeddings (``embedding_record`` false; the previous design's runs all did)."""
     return record.get("embedding_record") is False
@@ -54,15 +42,22 @@ class RunKind:
     (written last) holds the final numbers in ``final`` and the code version; ``keep`` lists the
     run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``.
     ``restorable`` (of the marker's record): ``keep`` is every output of the run's rule, so a run copied
-    back from the bundle (``publish --restore``) is a finished job to Snakemake."""
+    back from the bundle (``publish --restore``) is a finished job to Snakemake. ``tables``: globs of the
+    experiment's files built from these runs (tables with their sidecars, figures): they name their code version
+    and go with them (``publish --replace-runs``)."""
     name: str
     pattern: str
     run: str
     marker: str
     keep: tuple[str, ...]
     final: tuple[str, ...]
-    version: Callable[[dict], str | None] = _top_version
-    restorable: Callable[[dict], bool] = _always
+    version: Callable[[dict], str | None] = lambda record: record.get("code_version")
+    restorable: Callable[[dict], bool] = lambda record: True
+    tables: tuple[str, ...] = ()
+
+    def builds(self, rel: str) -> bool:
+        """Whether ``rel`` is one of the files built from these runs."""
+        return any(fnmatch.fnmatchcase(rel, t) for t in self.tables)
 
 
 @dataclass(frozen=True)
@@ -72,25 +67,35 @@ class Experiment:
     kinds: tuple[RunKind, ...]  # its other files: where paths.PREFIXES says (tables, figures, aggregates, benchmarks)
 
 
-def _lstm_runs(name: str, root: str, sub: str = r"[^/]+/[^/]+") -> RunKind:
+def _built(*stems: str) -> tuple[str, ...]:
+    """Globs of files named by ``replicate.paths`` (a table with its sidecar, a figure stem with its suffixes)."""
+    return tuple(f"{stem}*" for stem in stems)
+
+
+def _lstm_runs(name: str, root: str, tables: tuple[str, ...], sub: str = r"[^/]+/[^/]+") -> RunKind:
     """Runs of the LSTM engine's ``train_run``: ``<root>/<sub>/{metrics.json, history.csv, checkpoint.pt}``."""
     return RunKind(name, rf"^{root}/(?P<name>{sub})/", f"{root}/{{name}}", "{run}/metrics.json",
-                   ("{run}/metrics.json", "{run}/history.csv"), ("valid_ppl", "test_ppl"))
+                   ("{run}/metrics.json", "{run}/history.csv"), ("valid_ppl", "test_ppl"), tables=_built(*tables))
 
 
 EXPERIMENTS = {e.name: e for e in (
     Experiment("press_wolf", "Press & Wolf 2017",
-               (_lstm_runs("lstm", "press_wolf", r"[^/]+/seed\d+"),)),
+               (_lstm_runs("lstm", "press_wolf", tuple(paths.PW_TABLES.values()), r"[^/]+/seed\d+"),)),
     Experiment("inan", "Inan et al. 2017",
-               (_lstm_runs("table1", "inan/table1"), _lstm_runs("ablation", "inan/ablation"),
-                replace(_lstm_runs("screen", "inan/screen"), restorable=_never),  # its soft-target analysis reads the weights
+               (_lstm_runs("table1", "inan/table1", (paths.INAN_TABLE1,)),
+                _lstm_runs("ablation", "inan/ablation", (paths.INAN_ABLATION,)),
+                replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),
+                        restorable=lambda record: False),  # its soft-target analysis reads the weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
-                        ("distance_mean",), _seed_versions))),
+                        ("distance_mean",), _seed_versions,
+                        tables=_built(paths.INAN_FIGURE1, paths.INAN_FIGURE1_RUNS, paths.INAN_FIGURE1_EPOCHS,
+                                      paths.INAN_READINGS, paths.INAN_FIGURE1_FIGURE)))),
     Experiment("initial_loss", "Transformer initial loss",
                (RunKind("sweep", r"^initial_loss/runs/(?P<name>d\d+)\.csv", "initial_loss/runs/{name}",
-                        "{run}.csv.provenance.json", ("{run}.csv", "{run}.csv.provenance.json"), ("seconds",)),
+                        "{run}.csv.provenance.json", ("{run}.csv", "{run}.csv.provenance.json"), ("seconds",),
+                        tables=_built(paths.IL_SUMMARY, paths.IL_THEORY, paths.IL_TIDY)),
                 RunKind("sweep", r"^initial_loss/(?P<name>memory_benchmark)\.json$", "initial_loss/{name}",
                         "{run}.json", ("{run}.json",), ("peak_rss_bytes",)))),
     Experiment("scale", "Scale study and embedding analysis",
@@ -99,7 +104,9 @@ EXPERIMENTS = {e.name: e for e in (
                         ("final_valid_ppl", "test_ppl"),
                         restorable=_without_snapshots),  # the analysis runs' embeddings are not published
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
-                        "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",)))),
+                        "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",),
+                        tables=_built(paths.SCALE_TRANSFORMER, paths.SCALE_TRANSFORMER_COMPARISON,
+                                      paths.SCALE_TRANSFORMER_CURVES, paths.SCALE_TRANSFORMER_FIGURE)))),
 )}
 
 
@@ -138,6 +145,21 @@ class Scan:
             out.setdefault(run.kind, {}).setdefault(run.code_version, []).append(run.id)
         return out
 
+    def without(self, kinds: set[str]) -> Scan:
+        """This scan less the runs of ``kinds``, their benchmark files and the files built from them."""
+        built = [k for k in EXPERIMENTS[self.experiment].kinds if k.name in kinds]
+        gone = {r.id for r in (*self.runs, *self.skipped) if r.kind in kinds}
+        benchmarks = {benchmark_file(i) for i in gone}
+        other = [f for f in self.other if f not in benchmarks and not any(k.builds(f) for k in built)]
+        kept = {r.id for r in self.runs if r.id not in gone} | set(other)
+        protocols = {label: ids for label, found in self.protocols.items() if (ids := [i for i in found if i in kept])}
+        return Scan(self.experiment, [r for r in self.runs if r.id not in gone],
+                    [r for r in self.skipped if r.id not in gone], other, protocols)
+
+    def only(self, kinds: set[str]) -> Scan:
+        """This scan limited to the runs of ``kinds`` and the files not built from other runs."""
+        return self.without({k.name for k in EXPERIMENTS[self.experiment].kinds} - kinds)
+
 
 def protocol_label(value: Any) -> str | None:
     """``reduced`` of ``reduced (15 epochs; seed 1)``; None for an empty value."""
@@ -153,10 +175,14 @@ def _read_json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _record_protocol(record: dict) -> str | None:
+def record_config(record: dict) -> dict:
+    """The config slice a result recorded as its provenance ({} when it has none)."""
     prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
-    config = prov.get("config") if isinstance(prov.get("config"), dict) else {}
-    return protocol_label(config.get("protocol", record.get("protocol")))
+    return prov.get("config") if isinstance(prov.get("config"), dict) else {}
+
+
+def _record_protocol(record: dict) -> str | None:
+    return protocol_label(record_config(record).get("protocol", record.get("protocol")))
 
 
 def _finite(value: Any) -> bool:
@@ -209,6 +235,21 @@ def files_under(root: Path) -> list[str]:
         return []
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def declared(experiment: str, name: str) -> dict[str, str] | None:
+    """The wildcards of ``name`` (a run id relative to the experiment's folder) when it is a run of a kind the
+    experiment declares (``replicate/<experiment>/runs.py``), else None (a run no declaration trains)."""
+    from replicate.experiments import kinds
+
+    patterns = (k.pattern.format(**{w: f"(?P<{w}>{c})" for w, c in k.constraints.items()}) for k in kinds()
+                if k.experiment == experiment)
+    return next((m.groupdict() for p in patterns if (m := re.fullmatch(p, name))), None)
+
+
+def listed(items: list[str], shown: int = 4, sep: str = ", ") -> str:
+    """The first ``shown`` of ``items`` joined by ``sep``, and how many more there are."""
+    return sep.join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def benchmark_file(run_id: str) -> str:

@@ -1,17 +1,27 @@
 """The publish refusals: a working tree with uncommitted changes (unless allowed); a run with a non-finite
 number, a run whose settings are not those of the preset its protocol label names, a table with a non-finite
 number or a row of a skipped run; one experiment's results must share one code version per run kind and one
-protocol, within what is published and against what the bundle already holds for it."""
+protocol, within what is published and against what the bundle already holds for it.
+
+A table is built when all its runs have finished; a run of it that is skipped now (unfinished: being run
+again, or its result changed since) means the table holds numbers the bundle would not hold the run of. A
+skipped run's row is found by the wildcards of its declared run id (``catalogue.declared``) in the tables built
+from its kind's runs (``RunKind.tables``); NaN (an empty cell) is a value not measured or not published, an
+infinite number is a diverged run.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import pandas as pd
 
 from replicate import provenance
 from replicate.errors import ReplicateError
-from replicate.publish.catalogue import Scan
+from replicate.publish.catalogue import EXPERIMENTS, Scan, declared, listed
+from replicate.validate import parse_text
 
-_SHOWN = 4
 
 
 def clean_tree(allow_dirty: bool) -> None:
@@ -24,13 +34,8 @@ def clean_tree(allow_dirty: bool) -> None:
                              "records the sha256 of `git diff HEAD`)")
 
 
-def _ids(ids: list[str]) -> str:
-    more = f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else ""
-    return ", ".join(ids[:_SHOWN]) + more
-
-
 def _listing(groups: dict) -> str:
-    return "; ".join(f"{label or 'none recorded'}: {_ids(ids)}" for label, ids in groups.items())
+    return "; ".join(f"{label or 'none recorded'}: {listed(ids)}" for label, ids in groups.items())
 
 
 def within(scan: Scan, where: str) -> list[str]:
@@ -61,12 +66,45 @@ def against(new: Scan, old: Scan, where: str) -> list[str]:
 def wrong(scan: Scan, results: Path) -> dict[str, list[str]]:
     """What must never reach the bundle, by kind: a run whose numbers are not finite, a run whose settings are
     not the preset its protocol label names, a table with a non-finite number or a row of a skipped run."""
-    from replicate.publish import presets, tables
+    from replicate.publish import presets
 
     return {"nonfinite": [f"{r.id} has non-finite numbers ({r.nonfinite})" for r in scan.skipped if r.nonfinite],
             "preset": [found for r in scan.runs
                        if (found := presets.mismatch(scan.experiment, r.kind, r.id, r.protocol, r.record or {}))],
-            "tables": tables.problems(scan, results)}
+            "tables": [f"{rel} holds non-finite numbers ({listed(cells)})" for rel in scan.other
+                       if rel.endswith(".csv") and (cells := nonfinite_cells(results / rel))]
+                      + rows_of_skipped(scan, results)}
+
+
+def _csv(path: Path) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+
+
+def nonfinite_cells(path: Path) -> list[str]:
+    """``column row N = inf`` for each infinite number of a CSV (row numbers 1-based, header not counted)."""
+    frame = _csv(path)
+    if frame is None:
+        return []
+    return [f"{col} row {i + 1} = {frame.at[i, col]}" for col in frame.select_dtypes("number").columns
+            for i in frame.index[frame[col].map(lambda v: isinstance(v, float) and math.isinf(v))]]
+
+
+def rows_of_skipped(scan: Scan, root: Path) -> list[str]:
+    """``<table> has a row of <run> (<why skipped>)`` for each published table row built from a run ``scan`` skips:
+    a row whose columns named by the run id's wildcards (``cell``, ``dataset``, ``tau``, ...) hold its values."""
+    out = []
+    for run in scan.skipped:
+        kind = next(k for k in EXPERIMENTS[scan.experiment].kinds if k.name == run.kind)
+        values = declared(scan.experiment, run.id.partition("/")[2]) or {}
+        for rel in (r for r in scan.other if r.endswith(".csv") and kind.builds(r)):
+            frame = _csv(root / rel)
+            keys = {col: parse_text(v) for col, v in values.items() if frame is not None and col in frame.columns}
+            if keys and any(all(row[c] == v for c, v in keys.items()) for _, row in frame.iterrows()):
+                out.append(f"{rel} has a row of {run.id}, which is skipped ({run.missing})")
+    return out
 
 
 def _wrong_fixes(kinds: set[str], results: Path) -> list[str]:

@@ -31,6 +31,8 @@ def _describe(p: bundle_mod.Plan) -> None:
         print(f"not published (no experiment owns it): {rel}")
     if p.dropped:
         print(f"replaced: {len(p.dropped)} bundle files of the runs named by --replace-runs")
+    if p.held_back:
+        print(f"held back (of a kind --replace-runs does not name): {len(p.held_back)} finished runs")
 
 
 def main(argv: list[str]) -> int:
@@ -73,22 +75,18 @@ def main(argv: list[str]) -> int:
     if args.rebuild:
         changed = bundle_mod.rebuild(args.bundle, redraw=args.redraw)
         print(f"rebuilt {args.bundle} from itself: {len(changed)} files re-hashed in MANIFEST.json")
+    else:
         if not args.no_readme:
-            readme_mod.update(args.readme, args.bundle)
-            print(f"{args.readme}: measured-results block rewritten")
-        return 0
-
-    if not args.no_readme:
-        readme_mod.check(args.readme)
-    plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace, args.replace_runs)
-    _describe(plan)
-    if args.dry_run:
-        print("dry run: nothing written")
-        return 0
-    manifest = bundle_mod.publish(plan, args.replace, int(args.max_mb * 1e6))
-    size = sum(f["bytes"] for f in manifest["files"].values())
-    print(f"published into {args.bundle}: {len(manifest['files'])} files, {size / 1e6:.1f} MB "
-          f"(experiments: {', '.join(manifest['experiments'])}); report rebuilt; MANIFEST.json written")
+            readme_mod.check(args.readme)
+        plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace, args.replace_runs)
+        _describe(plan)
+        if args.dry_run:
+            print("dry run: nothing written")
+            return 0
+        manifest = bundle_mod.publish(plan, args.replace, int(args.max_mb * 1e6))
+        size = sum(f["bytes"] for f in manifest["files"].values())
+        print(f"published into {args.bundle}: {len(manifest['files'])} files, {size / 1e6:.1f} MB "
+              f"(experiments: {', '.join(manifest['experiments'])}); report rebuilt; MANIFEST.json written")
     if not args.no_readme:
         readme_mod.update(args.readme, args.bundle)
         print(f"{args.readme}: measured-results block rewritten")

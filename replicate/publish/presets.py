@@ -2,10 +2,11 @@
 
 ``protocol`` is a label a config sets; a run labelled ``reduced`` must also have trained with the settings of
 ``config/config.yaml`` (``full``: ``config/paper.yaml``, ``smoke``: ``config/smoke.yaml``), read as the workflow
-reads them (the schemas' defaults filled in). Each run kind's recorded settings are rebuilt from the preset
-with the workflow's own spec functions and compared key by key: a difference is named as ``key: recorded ->
-preset``. A Press & Wolf ``@`` cell's own overrides are part of its name, so they are expected; every other
-setting must be the preset's. Settings that do not change a number (``IGNORED``) are not compared. A label
+reads them (the schemas' defaults filled in). A run's recorded settings are rebuilt from the preset by its
+experiment's declaration (``replicate/<experiment>/runs.py``: the same run id) or, for the kinds no declaration
+trains, by the workflow's own spec functions, and compared key by key: a difference is named as ``key:
+recorded -> preset``. A Press & Wolf ``@`` cell's own overrides are part of its name, so they are expected;
+every other setting must be the preset's. Settings that do not change a number (``IGNORED``) are not compared. A label
 that names no preset is not checked (it does not claim to be one).
 """
 
@@ -13,13 +14,19 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 from typing import Any, Callable
 
-from replicate import provenance
+import yaml
 
-PRESETS = {"smoke": "config/smoke.yaml", "reduced": "config/config.yaml", "full": "config/paper.yaml"}
+from replicate import provenance
+from replicate.errors import ReplicateError
+from replicate.publish.catalogue import declared, listed, protocol_label, record_config
+
+# protocol label -> the preset that sets it: each config/*.yaml with a top-level `protocol` (not an overlay)
+PRESETS = {label: f"config/{path.name}" for path in sorted((provenance.PROJECT_ROOT / "config").glob("*.yaml"))
+           if (label := protocol_label(yaml.safe_load(path.read_text(encoding="utf-8")).get("protocol")))}
 IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allow_tf32"})
-_SHOWN = 6
 
 
 @functools.cache
@@ -57,74 +64,24 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _config(record: dict) -> dict:
-    prov = record.get("provenance") if isinstance(record.get("provenance"), dict) else {}
-    return prov.get("config") if isinstance(prov.get("config"), dict) else {}
-
-
 # ----------------------------------------------------------------------------- each run kind, rebuilt
-def _press_wolf(run: str, record: dict, p: dict) -> list[str]:
-    """A Press & Wolf run: the engine settings it trained with against its cell's under the preset (the cell's
-    @overrides, part of its name, included)."""
-    from replicate.press_wolf.cells import cell_settings
+def _run(run: str, record: dict, p: dict) -> list[str]:
+    """A declared run: its dataset, the engine settings it trained with and Inan's augmented loss against those
+    its declaration (``replicate/<experiment>/runs.py``) resolves from the preset for the same run id (a Press &
+    Wolf cell's @overrides and an ablation point's tau and gamma are part of it)."""
+    from replicate.experiments import resolve_run
 
-    pw = p["press_wolf"]
-    cell, _, seed = run.removeprefix("press_wolf/").rpartition("/seed")
-    resolved = record.get("resolved") or {}
+    experiment, _, run_id = run.partition("/")
+    expected = resolve_run({**p, "max_job_memory_gib": math.inf}, experiment, run_id)  # not this machine's limit
+    resolved, config = record.get("resolved") or {}, record_config(record)
     vocab = (resolved.get("model") or {}).get("vocab_size", 10000)
-    expected = {"engine": engine_view(*_resolve(cell_settings(cell, pw.get("overrides"), seed=int(seed)), vocab)),
-                "dataset": pw["dataset"]}
-    return differences({"engine": engine_view(resolved.get("model"), resolved.get("train")),
-                        "dataset": _config(record).get("dataset")}, expected)
-
-
-def _inan_size_settings(inan: dict, dataset: str, size: str, variant: str) -> dict:
-    """As workflow/rules/inan_common.smk's inan_size_settings."""
-    switch = inan["soft_target_grad"]
-    grad = bool(switch.get(variant, False)) if isinstance(switch, dict) else bool(switch)
-    return {**inan["sizes"][size], **inan.get("dataset_overrides", {}).get(dataset, {}).get(size, {}),
-            "soft_target_grad": grad, "prediction_bias": inan["prediction_bias"]}
-
-
-AL_FIELDS = ("tau", "gamma", "tau_power", "soft_target_grad", "prediction_bias", "target_norm")
-
-
-def _inan(kind: str) -> Callable[[str, dict, dict], list[str]]:
-    """An Inan Table 1 / ablation / screen run: the engine settings and augmented loss it trained with (its
-    ``settings`` and ``inan`` blocks) against those the preset gives the run (``inan.train.run_settings``)."""
-    def check(run: str, record: dict, p: dict) -> list[str]:
-        from replicate.inan.train import run_settings
-
-        spec = _config(record).get("inan_run") or {}
-        inan, section = p["inan"], p["inan"][kind]
-        dataset, size, variant = spec.get("dataset"), spec.get("size"), spec.get("variant")
-        if size not in inan["sizes"]:
-            return [f"size: {size!r} -> one of {sorted(inan['sizes'])}"]
-        overrides, where = None, {"dataset": dataset}
-        if kind == "table1":
-            where["dataset"] = dataset if dataset in section["datasets"] else f"one of {section['datasets']}"
-        elif kind == "ablation":
-            own = {k: (spec.get("overrides") or {}).get(k) for k in ("tau", "gamma")}  # the run's name sets them
-            overrides = {**section["overrides"], **own}
-            where.update(dataset=section["dataset"], size=section["size"], variant=section["variant"])
-        else:  # screen
-            entry = next((r for r in section["runs"] if (r["variant"], r["tag"]) == (variant, spec.get("tag"))), None)
-            if entry is None:
-                return [f"run: {variant}_{spec.get('tag')} -> not a run of inan.screen.runs "
-                        f"({', '.join(r['variant'] + '_' + r['tag'] for r in section['runs'])})"]
-            overrides = {**section["overrides"], **entry.get("overrides", {})}
-            where.update(dataset=section["dataset"], size=section["size"])
-        engine, al = run_settings(_inan_size_settings(inan, dataset, size, variant), size, variant, section["seed"],
-                                  overrides)
-        resolved = record.get("resolved") or {}
-        vocab = (resolved.get("model") or {}).get("vocab_size", 10000)
-        expected = {**where, "engine": engine_view(*_resolve(engine, vocab)),
-                    "augmented_loss": {k: getattr(al, k) for k in AL_FIELDS} if al else None}
-        info, defaults = record.get("inan") or {}, _al_defaults()  # a record older than a field: its default
-        recorded = {**{k: spec.get(k) for k in where}, "engine": engine_view(resolved.get("model"), resolved.get("train")),
-                    "augmented_loss": {k: info.get(k, defaults.get(k)) for k in AL_FIELDS} if al else None}
-        return differences(recorded, expected)
-    return check
+    al = [k for k in expected.guarded if k not in expected.settings]  # Inan's augmented loss (none: VD, RE)
+    info, defaults = record.get("inan") or {}, _al_defaults()  # a record older than a field: its default
+    return differences({"dataset": config.get("dataset") or (config.get("inan_run") or {}).get("dataset"),
+                        "engine": engine_view(resolved.get("model"), resolved.get("train")),
+                        "augmented_loss": {k: info.get(k, defaults.get(k)) for k in al}},
+                       {"dataset": expected.dataset, "engine": engine_view(*_resolve(expected.settings, vocab)),
+                        "augmented_loss": {k: expected.guarded[k] for k in al}})
 
 
 # the engine's settings that change no number, and those that the schedule's learning rates (``lrs``) replace
@@ -167,7 +124,7 @@ def _al_defaults() -> dict:
 def _subspace(run: str, record: dict, p: dict) -> list[str]:
     from replicate.inan.readings import reading_settings
 
-    config = _config(record)
+    config = record_config(record)
     reading, sub = config.get("reading"), p["inan"]["subspace"]
     if reading not in sub.get("readings", {}):
         return [f"reading: {reading!r} -> one of inan.subspace.readings ({', '.join(sorted(sub.get('readings', {})))})"]
@@ -178,14 +135,14 @@ def _subspace(run: str, record: dict, p: dict) -> list[str]:
 
 
 def _initial_loss(run: str, record: dict, p: dict) -> list[str]:
-    recorded = _config(record).get("initial_loss") or {}
+    recorded = record_config(record).get("initial_loss") or {}
     return differences(recorded, {k: p["initial_loss"].get(k, "unset") for k in recorded}, "initial_loss")
 
 
 def _scale_lstm(run: str, record: dict, p: dict) -> list[str]:
     from replicate.scale.study import train_spec
 
-    got = _config(record).get("scale_run") or {}
+    got = record_config(record).get("scale_run") or {}
     wc = {k: str(got.get(k)) for k in ("dataset", "pct", "hidden", "variant", "dropout", "seed")}
     expected = train_spec(p["scale"], wc, {}, bool(got.get("record")))["config"]["scale_run"]
     return differences(got, expected, "scale")
@@ -194,32 +151,28 @@ def _scale_lstm(run: str, record: dict, p: dict) -> list[str]:
 def _scale_transformer(run: str, record: dict, p: dict) -> list[str]:
     from replicate.scale.study import transformer_spec
 
-    got = _config(record).get("scale_transformer") or {}
+    got = record_config(record).get("scale_transformer") or {}
     wc = {"variant": got.get("variant"), "std": str(got.get("std")), "lr": str(got.get("lr")), "seed": str(got.get("seed"))}
     return differences(got, transformer_spec(p["scale"], wc, {})["config"]["scale_transformer"], "scale.transformer")
 
 
+# the run kinds no declaration trains, each with its own rebuild
 CHECKS: dict[tuple[str, str], Callable[[str, dict, dict], list[str]]] = {
-    ("press_wolf", "lstm"): _press_wolf,
-    ("inan", "table1"): _inan("table1"), ("inan", "ablation"): _inan("ablation"), ("inan", "screen"): _inan("screen"),
-    ("inan", "subspace"): _subspace,
-    ("initial_loss", "sweep"): _initial_loss,
-    ("scale", "lstm"): _scale_lstm, ("scale", "transformer"): _scale_transformer,
-}
+    ("inan", "subspace"): _subspace, ("initial_loss", "sweep"): _initial_loss,
+    ("scale", "lstm"): _scale_lstm, ("scale", "transformer"): _scale_transformer}
 
 
 def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record: dict) -> str | None:
     """Why a run's recorded settings are not those of the preset its protocol names (None: they are, or the
     label names no preset)."""
-    check = CHECKS.get((experiment, kind))
+    check = _run if declared(experiment, run.partition("/")[2]) else CHECKS.get((experiment, kind))
     if protocol not in PRESETS or check is None:
         return None
     try:
         found = check(run, record, _preset(protocol))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a record too old or too odd to rebuild
+    except (KeyError, TypeError, ValueError, AttributeError, ReplicateError) as exc:  # a record too old or too odd to rebuild
         found = [f"its settings cannot be rebuilt from the preset ({type(exc).__name__}: {exc})"]
     if not found:
         return None
-    more = f"; and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
-    return f"{run} is labelled {protocol} but did not train with {PRESETS[protocol]} ({'; '.join(found[:_SHOWN])}{more})"
+    return f"{run} is labelled {protocol} but did not train with {PRESETS[protocol]} ({listed(found, 6, '; ')})"
 

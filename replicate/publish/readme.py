@@ -13,6 +13,7 @@ from typing import Callable
 import pandas as pd
 
 from replicate import io as rio
+from replicate import paths
 from replicate.errors import ReplicateError
 from replicate.publish.catalogue import EXPERIMENTS
 
@@ -46,31 +47,26 @@ class View:
     keys: tuple[str, ...]
     values: tuple[str, ...]
     rows: Callable[[pd.DataFrame], pd.DataFrame] = _all
-    percent: tuple[str, ...] = ()   # ratios and shares, shown as %
     note: str = ""                  # one line under the table: what a reader cannot tell from its rows
 
 
-def _claims_of(section: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    """The report's claims (report/claims.csv) of one experiment."""
-    return lambda frame: frame[frame["section"] == section]
-
-
 def _claims(section: str) -> View:
-    return View("report/claims.csv", ("claim",), ("ours", "paper", "verdict"), _claims_of(section))
+    """The report's claims (report/claims.csv) of one experiment."""
+    return View("report/claims.csv", ("claim",), ("ours", "paper", "verdict"), lambda f: f[f["section"] == section])
 
 
 # One compact table per experiment (ours beside the paper's) and its claims with their verdicts; the full
 # tables (speed, ablations, screens, the scale grid) are in the report and the experiment's docs page.
 VIEWS = {
-    "press_wolf": (View("tables/press_wolf_table6.csv", ("cell",),
+    "press_wolf": (View(paths.PW_TABLES["table6"], ("cell",),
                         ("train_ours", "train_paper", "valid_ours", "valid_paper", "test_ours", "test_paper"),
                         note="A cell with `@` is an ablation, not a paper row ([press_wolf.md](docs/press_wolf.md#findings))."),
                    _claims("press_wolf")),
-    "inan": (View("tables/inan_table1.csv", ("dataset", "size", "model"),
+    "inan": (View(paths.INAN_TABLE1, ("dataset", "size", "model"),
                   ("valid_ours", "valid_paper", "test_ours", "test_paper",
                    "valid_ppl", "paper_valid_ppl", "test_ppl", "paper_test_ppl")),
              _claims("inan")),
-    "initial_loss": (View("tables/initial_loss_summary.csv", ("std", "head", "d"),
+    "initial_loss": (View(paths.IL_SUMMARY, ("std", "head", "d"),
                           ("loss_mean", "reference_loss", "diff"), _theory_rows),
                      _claims("initial_loss")),
     "scale": (_claims("scale"),),
@@ -100,24 +96,34 @@ def _table(frame: pd.DataFrame, view: View) -> list[str]:
     cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
     rows = view.rows(frame)[cols]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v, c in view.percent) for c, v in zip(cols, row)) + " |"
+    lines += ["| " + " | ".join(fmt(v) for c, v in zip(cols, row)) + " |"
               for row in rows.itertuples(index=False)]
     return lines
 
 
+def table_versions(name: str, rel: str, runs: dict) -> str:
+    """`` (code version `v`)`` of the runs a table of experiment ``name`` is built from (``RunKind.tables``;
+    ``runs``: its MANIFEST.json entry's), '' for a table built from no run kind's runs (the claims)."""
+    kinds = {k.name for k in EXPERIMENTS[name].kinds if k.builds(rel)}
+    if not kinds:
+        return ""
+    versions = sorted({r.get("code_version") or "none recorded" for r in runs.values() if r.get("kind") in kinds})
+    if not versions:
+        return " (no runs published)"
+    return f" (code version{'s' if len(versions) > 1 else ''} {', '.join(f'`{v}`' for v in versions)})"
+
+
 def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
-    versions = ", ".join(f"{kind} `{v}`" if v else f"{kind} none recorded"
-                         for kind, v in entry.get("code_versions", {}).items()) or "none recorded"
     commit = (entry.get("commit") or "unknown")[:10]
     lines = [f"#### {EXPERIMENTS[name].title}", "",
-             f"Protocol `{entry.get('protocol') or 'unknown'}`; code version {versions}; "
-             f"{len(entry.get('runs', {}))} runs; published {entry.get('published')} from commit `{commit}`"
-             f"{dirty_note(entry)}.", ""]
+             f"Protocol `{entry.get('protocol') or 'unknown'}`; {len(entry.get('runs', {}))} runs; "
+             f"published {entry.get('published')} from commit `{commit}`{dirty_note(entry)}.", ""]
     tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
     for path, view in tables:
         rows = _table(pd.read_csv(path, dtype={"std": str}), view)
+        rel = path.relative_to(bundle).as_posix()
         if len(rows) > 2:  # a claims file with no claim of this experiment shows nothing
-            lines += [f"From `{shown}/{path.relative_to(bundle).as_posix()}`:", "", *rows, ""]
+            lines += [f"From `{shown}/{rel}`{table_versions(name, rel, entry.get('runs', {}))}:", "", *rows, ""]
         if view.note:
             lines += [view.note, ""]
     if not tables:

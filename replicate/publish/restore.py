@@ -23,7 +23,7 @@ from replicate import paths
 from replicate.data import DATASETS
 from replicate.errors import ReplicateError
 from replicate.publish.bundle import read_manifest, sha256
-from replicate.publish.catalogue import benchmark_file, present, scan
+from replicate.publish.catalogue import benchmark_file, listed, present, scan
 
 
 def corpora_missing(results: Path) -> list[str]:
@@ -43,9 +43,8 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
         raise ReplicateError(f"{bundle} has no MANIFEST.json with files", "restore from a published bundle")
     absent = [rel for rel in files if not (bundle / rel).is_file()]
     if absent:
-        more = f" and {len(absent) - 5} more" if len(absent) > 5 else ""
-        raise ReplicateError(f"{bundle} lacks {len(absent)} file(s) its MANIFEST.json lists ({', '.join(absent[:5])}"
-                             f"{more}); nothing restored (a partial bundle would restore some runs of a table and "
+        raise ReplicateError(f"{bundle} lacks {len(absent)} file(s) its MANIFEST.json lists ({listed(absent, 5)}"
+                             "); nothing restored (a partial bundle would restore some runs of a table and "
                              "not others)", f"restore the bundle from git (git checkout -- {bundle}), or publish it again")
     missing = corpora_missing(results)
     if missing:

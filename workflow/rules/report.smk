@@ -16,10 +16,10 @@ localrules:
 # this run's config differs from the papers' full protocol.
 with open("config/paper.yaml", encoding="utf-8") as _fh:
     REPORT_FULL_PROTOCOL = yaml.safe_load(_fh)
-for _section in ("press_wolf", "inan", "initial_loss", "scale"):
+for _section in paths.GROUPS:  # the experiments
     REPORT_FULL_PROTOCOL.setdefault(_section, {})
     validate(REPORT_FULL_PROTOCOL[_section], f"../schemas/{_section}.schema.yaml")
-REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", "press_wolf", "inan", "initial_loss", "scale")}
+REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", *paths.GROUPS)}
 
 
 rule report_learning_curves:
@@ -62,7 +62,7 @@ rule report:
         ),
     params:
         spec=spec_json(
-            run_config("report", sections={k: config[k] for k in ("press_wolf", "inan", "initial_loss", "scale")},
+            run_config("report", sections={k: config[k] for k in paths.GROUPS},
                        full_protocol=REPORT_FULL_PROTOCOL)
         ),
         results=subpath(output.md, ancestor=2),
