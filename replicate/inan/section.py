@@ -8,8 +8,8 @@ from replicate.inan.shape import RAPID_FACTOR
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
 from replicate.reportkit.brief import Paper, answer
-from replicate.reportkit.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
-                                          rel_cols, section_figures)
+from replicate.reportkit.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line, rel_cols,
+                                          section_figures)
 from replicate.reportkit.sources import Results, read_table
 
 
@@ -59,7 +59,7 @@ def _inan_table1(ctx: Context) -> str:
                                                       else ""),
                     source=ctx.source("inan_table1"))
     return B.join([table,
-                   listed(t, first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
+                   listed(t, "paper_source", "Paper numbers")])
 
 
 PER_RUN_PPL = ("The per-run train and valid perplexities in the CSV are left out: for any β > 0 the augmented term, "
@@ -101,7 +101,7 @@ READING_DETAIL = ("fall_0_to_1", "first_step_share", "distance_beta1", "tau_effe
 def _inan_readings(ctx: Context) -> str:
     f = ctx.results.raw["inan_subspace_readings"].copy()
     f["shape"] = [reading_has_shape(row) for _, row in f.iterrows()]
-    cols = {c: B.humanise(c) for c in f.columns if c not in READING_DETAIL and c != "shape"}
+    cols = {c: labels.column(c) for c in f.columns if c not in READING_DETAIL and c != "shape"}
     cols["shape"] = "Figure 1's shape"
     return B.table(f, cols, keep=("reading", "shape"),
                    digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance", "angle"))},
@@ -139,9 +139,8 @@ def section(ctx: Context) -> str:
                                 "minus this run's, after the last epoch and at each run's best epoch. For +AL / +REAL "
                                 "runs, the soft target y~ they trained with: its entropy / log |V| (1 = uniform) and "
                                 "the target word's mass per valid target token, and the AL term's share of the "
-                                "objective. On a "
-                                "short budget (the protocol above), these rank settings; they are not Table 1 "
-                                "numbers.", source=ctx.source("inan_screen"))]
+                                "objective. On a short budget (the protocol above), these rank settings; they are "
+                                "not Table 1 numbers.", source=ctx.source("inan_screen"))]
     out.append("### Section 6.2: subspace distance between input and output embeddings")
     fig1 = sorted(k for k in res.raw if k.startswith("inan_figure1"))
     out += [_inan_figure1(ctx, k) for k in fig1] or [missing("Inan et al. Figure 1 data")]

@@ -122,7 +122,7 @@ def section(ctx: Context) -> str:
     if f is None:
         out.append(missing("Model-family table"))
     else:
-        cols = {c: B.humanise(c) for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied",
+        cols = {c: labels.column(c) for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied",
                                            "total_params", "embedding_params", "embedding_share"]}
         cols |= {"pp_tied_grad_mib_bf16": "PP tied-grad (MiB)", "source": "source"}
         out.append(B.table(f, cols, keep=("model",), share=("embedding_share",), source=ctx.source("model_families"),

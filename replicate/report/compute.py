@@ -1,10 +1,5 @@
-"""The report's Compute and Provenance sections: one visible line of totals each, the per-job and
-per-run detail collapsed in ``<details>`` blocks.
-
-Compute reads the Snakemake ``benchmark:`` files (``sources.load_benchmarks``); provenance reads the
-blocks every result carries (``sources.load_provenance``). A column empty on every row is left out;
-runs from an uncommitted tree are flagged; experiments whose runs come from several commits say so.
-"""
+"""The report's Compute (Snakemake benchmark files) and Provenance (every result's provenance block)
+sections: one visible line of totals each, the per-job and per-run detail collapsed."""
 
 from __future__ import annotations
 

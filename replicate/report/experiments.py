@@ -1,7 +1,5 @@
-"""The experiments the report shows, in its order: each one's claims (``replicate/<name>/claims.py``: ``CLAIMS``,
-and ``RESTS_ON``, the runs they rest on) and its section (``replicate/<name>/section.py``: ``read(res)``, the
-result files it reads, and ``section(ctx)``, filling the template's ``{{<name>}}``). The experiments build on
-the kit (``replicate.reportkit``); the report sits above both."""
+"""The experiments the report shows, in its order: each one's claims (``replicate/<name>/claims.py``: ``CLAIMS``
+and ``RESTS_ON``, the runs they rest on) and section (``section.py``: ``read(res)`` and ``section(ctx)``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Read the pipeline's result files into one ``Results`` object for the report.
-
-A result the pipeline did not produce in this protocol is ``None`` (the report then says "not run
-in this protocol"). A file that exists but lacks a column the report needs is an error naming the
-file and the column (formats drift; the report must not silently show less).
-
-Each experiment reads its own files (``read(res)`` of ``replicate/<experiment>/section.py``, with
-``read_table``): their paths are ``replicate.paths``'s (the rules write the same names), and the columns
-the report needs are named there (formats of the scale study's files: results/README.md).
-"""
+"""The result files as one ``Results`` object, each experiment's read by its section's ``read(res)`` with
+``read_table``: a result not produced is ``None`` ("not run in this protocol"); a file that lacks a column the
+report reads is an error naming both (the report must not silently show less)."""
 
 from __future__ import annotations
 
