@@ -29,12 +29,9 @@ def _inan_sizes(r, sizes: list[str], models: tuple[str, ...]) -> dict:
     return out
 
 
-def _inan_part(r, size: str, dataset: str = "ptb") -> pd.DataFrame | None:
+def _inan_part(r, size: str) -> pd.DataFrame | None:
     t = r.inan_table1
-    if t is None:
-        return None
-    t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
-    return t[t["size"] == size]
+    return None if t is None else t[(t["dataset"] == "ptb") & (t["size"] == size)]
 
 
 def _inan_diff(r, size: str, before: str, after: str, splits=("valid",)) -> list:
@@ -80,7 +77,7 @@ def inan_real_best(r) -> Verdict:
     t = r.inan_table1
     if t is None:
         return not_run("Inan Table 1 not produced")
-    t = t[t["dataset"] == "ptb"] if "dataset" in t.columns else t
+    t = t[t["dataset"] == "ptb"]
     parts, ok, sizes, effects = [], True, [], []
     for size in dict.fromkeys(t["size"]):
         part = t[t["size"] == size].dropna(subset=["valid_ppl"])
@@ -119,7 +116,7 @@ def _figure1_reading(r) -> tuple[str, str]:
 
 def _readings_reproduce(r) -> str:
     """'k of n readings have the paper's shape', from the readings table ('' without one)."""
-    readings = r.raw.get("inan_subspace_readings") if hasattr(r, "raw") else None
+    readings = r.raw.get("inan_subspace_readings")
     if readings is None or readings.empty:
         return ""
     shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
@@ -135,18 +132,9 @@ def _figure1_basis(r) -> str:
 
 
 def reading_has_shape(row: pd.Series) -> bool:
-    """A readings-table row has Figure 1's shape: rapid in beta and lower at larger tau. The row's own flags
-    (``rapid_in_beta``, ``lower_at_larger_tau``, written by replicate/inan/readings.py) when it has them;
-    else computed from its beta columns (beta_shape) and its tau columns at beta = 1 (an older table)."""
-    if {"rapid_in_beta", "lower_at_larger_tau"} <= set(row.index):
-        return str(row["rapid_in_beta"]).lower() == "true" and str(row["lower_at_larger_tau"]).lower() == "true"
-    betas = sorted((float(c[4:]), row[c]) for c in row.index
-                   if c.startswith("beta") and c[4:].replace(".", "").isdigit() and pd.notna(row[c]))
-    taus = sorted((float(c[3:].split("_")[0]), row[c]) for c in row.index
-                  if c.startswith("tau") and c.endswith("_beta1") and pd.notna(row[c]))
-    if len(betas) < 3 or len(taus) < 2:
-        return False
-    return bool(beta_shape(betas)["rapid"] and tau_effect(taus)["lower_at_larger_tau"])
+    """A readings-table row has Figure 1's shape: its flags (replicate/inan/report.py) say rapid in beta and
+    lower at larger tau."""
+    return all(str(row.get(flag)).lower() == "true" for flag in ("rapid_in_beta", "lower_at_larger_tau"))
 
 
 def _figure1_level(r) -> E.Effect | None:
