@@ -69,7 +69,8 @@ def figures(ctx: Context, stems: list[str], own: dict[str, str] | None = None) -
         if stem in ctx.used_figures:
             continue
         ctx.used_figures.add(stem)
-        out.append(B.figure(ctx.figures_dir / f"{stem}.png", mark + caption(ctx, stem, own or {}), ctx.md_path.parent))
+        text = mark + caption(ctx, stem, own or {})
+        out.append(B.figure(ctx.figures_dir / f"{stem}.png", text, ctx.md_path.parent))
     return out
 
 
