@@ -12,6 +12,7 @@ from replicate.reportkit import effects as E
 from replicate.reportkit import noise
 from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
                                         scope_note, with_effects)
+from replicate.reportkit.sections import distinct
 
 # Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press
 # & Wolf's cells at their own settings (converged small PTB LSTMs on the same engine), and say so.
@@ -108,10 +109,8 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
 def _figure1_reading(r) -> tuple[str, str]:
     """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
     f = r.inan_figure1
-    reading = ", ".join(dict.fromkeys(f["reading"].astype(str))) if "reading" in f.columns else "not recorded"
-    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
-              else "principal-angle subspace distance (the table names no metric)")
-    return reading, metric
+    metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
+    return ", ".join(distinct(f, "reading")) or "not recorded", metric
 
 
 def _readings_reproduce(r) -> str:

@@ -8,8 +8,8 @@ from replicate.inan.shape import RAPID_FACTOR
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
 from replicate.reportkit.brief import Paper, answer
-from replicate.reportkit.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line, rel_cols,
-                                          section_figures)
+from replicate.reportkit.sections import (Context, config_diff, distinct, listed, missing, ours_paper, protocols_line,
+                                          rel_cols, section_figures)
 from replicate.reportkit.sources import Results, read_table
 
 
@@ -84,8 +84,8 @@ def _inan_figure1(ctx: Context, key: str) -> str:
     runs = key.endswith("_runs")
     cols = beside_ours([c for c in f.columns if c not in ("paper_source", "metric")
                         and not (runs and c.endswith("_ppl"))])
-    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
-              else "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
+    metric = (", ".join(distinct(f, "metric"))
+              or "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
     what = "one row per run (seed)" if runs else "mean over seeds per point"
     return B.join([B.table(f, cols, digits={c: 3 for c in f.columns if "distance" in c or c == "diff_vs_paper"},
                            caption=f"Figure 1 data, {what}. Metric: {metric}.", source=ctx.source(key)),

@@ -54,11 +54,14 @@ def caption(ctx: Context, stem: str, own: dict[str, str]) -> str:
 SMOKE_MARK = "SMOKE RUN (tiny settings, a pipeline check; says nothing about the papers): "
 
 
+def distinct(frame: pd.DataFrame, col: str) -> list[str]:
+    """The values of a column, each once, in the order they first appear (none without the column)."""
+    return list(dict.fromkeys(frame[col].dropna().astype(str))) if col in frame.columns else []
+
+
 def protocols(res: Results) -> list[str]:
     """Every protocol label (smoke, reduced, full; a table's detail in brackets dropped) the result tables carry."""
-    found = [str(p).split(" (")[0] for f in res.raw.values() if "protocol" in f.columns
-             for p in f["protocol"].dropna().unique()]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(p.split(" (")[0] for f in res.raw.values() for p in distinct(f, "protocol")))
 
 
 def figures(ctx: Context, stems: list[str], own: dict[str, str] | None = None) -> list[str]:
@@ -117,10 +120,8 @@ def protocols_line(ctx: Context, parts: dict[str, str]) -> str:
     stated once here instead of in a column."""
     by: dict[str, list[str]] = {}
     for label, key in parts.items():
-        frame = ctx.results.raw.get(key)
-        if frame is not None and "protocol" in frame.columns:
-            for p in dict.fromkeys(frame["protocol"].dropna().astype(str)):
-                by.setdefault(p, []).append(label)
+        for p in distinct(ctx.results.raw.get(key, pd.DataFrame()), "protocol"):
+            by.setdefault(p, []).append(label)
     if not by:
         return ""
     if len(by) == 1:
@@ -157,9 +158,8 @@ def rel_cols(frame: pd.DataFrame) -> list[str]:
 def listed(frame: pd.DataFrame, col: str, label: str) -> str:
     """The distinct values of a long text column (e.g. where the paper's numbers come from) as one
     sentence, instead of a column that repeats them."""
-    if col not in frame.columns or frame[col].isna().all():
-        return ""
-    return f"{label}: " + "; ".join(B.escape(v) for v in dict.fromkeys(frame[col].dropna().astype(str))) + "."
+    values = distinct(frame, col)
+    return f"{label}: " + "; ".join(B.escape(v) for v in values) + "." if values else ""
 
 
 def other_figures(ctx: Context) -> str:
