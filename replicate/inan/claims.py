@@ -31,7 +31,7 @@ def _inan_sizes(r, sizes: list[str], models: tuple[str, ...]) -> dict:
 
 
 def _inan_part(r, size: str) -> pd.DataFrame | None:
-    t = r.inan_table1
+    t = r.frames.get("inan_table1")
     return None if t is None else t[(t["dataset"] == "ptb") & (t["size"] == size)]
 
 
@@ -75,7 +75,7 @@ REAL_TIE_PPL = 1.0
 
 
 def inan_real_best(r) -> Verdict:
-    t = r.inan_table1
+    t = r.frames.get("inan_table1")
     if t is None:
         return not_run("Inan Table 1 not produced")
     t = t[t["dataset"] == "ptb"]
@@ -99,7 +99,7 @@ def inan_real_best(r) -> Verdict:
 
 
 def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     if f is None or "panel" not in f.columns:
         return []
     part = f[f["panel"] == panel].dropna(subset=["distance"])
@@ -108,7 +108,7 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
 
 def _figure1_reading(r) -> tuple[str, str]:
     """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
     return ", ".join(distinct(f, "reading")) or "not recorded", metric
 
@@ -139,7 +139,7 @@ def reading_has_shape(row: pd.Series) -> bool:
 def _figure1_level(r) -> E.Effect | None:
     """The distance at beta = 1 (panel a): ours beside the paper's approximate value, with the 95 % t interval
     of the mean from the point's own seeds (distance_std, n_seeds; n − 1 dof) where it has two or more."""
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     a = f[(f["panel"] == "a") & (f["beta"] == f["beta"].max())] if f is not None and "panel" in f.columns else None
     if a is None or a.empty:
         return None
@@ -184,7 +184,7 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
     v = checked(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
                                            f"(β = 1); {_figure1_basis(r)}")
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     b = f[f["panel"] == "b"].sort_values("tau")
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
@@ -208,7 +208,8 @@ def inan_distance_level(r) -> Verdict:
     level = _figure1_level(r)
     if level is None or level.paper is None:
         return not_run("Figure 1a has no point at the largest β with the paper's value beside it")
-    return with_effects(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {r.inan_figure1['beta'].max():g} against the "
+    beta = r.frames["inan_figure1"]["beta"].max()
+    return with_effects(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {beta:g} against the "
                                 f"paper's about {level.paper:g}; {_figure1_basis(r)}"), level)
 
 

@@ -15,7 +15,8 @@ from replicate.reportkit.sources import Results, read_table
 
 def _not_run(res) -> str:
     """The Table 1 sizes the results lack."""
-    ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
+    t = res.frames.get("inan_table1")
+    ran = set(t["size"].astype(str)) if t is not None else set()
     lacking = " and ".join(f"Table 1 {s}" for s in INAN_SIZES if s not in ran)
     return lacking + " (the `paper` preset, a GPU)" if ran != set(INAN_SIZES) else ""
 
@@ -29,13 +30,13 @@ FIGURES = ([], ["inan"])  # explicit stems, then prefixes
 def read(res: Results) -> None:
     """Table 1, the ablation, the screen, section 6.2's points (for the claims with ``distance``, the mean over
     seeds) and its readings."""
-    res.inan_table1 = read_table(res, "inan_table1", P.INAN_TABLE1, ["dataset", "size", "model", "valid_ppl", "test_ppl",
-                                                                    "protocol"])
+    res.frames["inan_table1"] = read_table(res, "inan_table1", P.INAN_TABLE1,
+                                           ["dataset", "size", "model", "valid_ppl", "test_ppl", "protocol"])
     read_table(res, "inan_ablation", P.INAN_ABLATION, ["tau", "alpha", "valid_ppl", "protocol"])
     read_table(res, "inan_screen", P.INAN_SCREEN, ["model", "tag", "schedule", "valid_ppl", "gain_over_vd", "protocol"])
     frame = read_table(res, "inan_figure1", P.INAN_FIGURE1, ["panel", "tau", "beta", "distance_mean", "protocol"])
     if frame is not None:
-        res.inan_figure1 = frame.assign(distance=frame["distance_mean"])
+        res.frames["inan_figure1"] = frame.assign(distance=frame["distance_mean"])
     read_table(res, "inan_figure1_runs", P.INAN_FIGURE1_RUNS, ["panel", "tau", "beta", "distance", "protocol"])
     read_table(res, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 

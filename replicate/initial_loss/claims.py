@@ -33,7 +33,7 @@ def tolerance_nats(reference_kind: str, reference: float, tol: dict) -> float:
 
 def _il(r, **where) -> pd.DataFrame | None:
     """The sweep's points without a mixer that match ``where``, on uniform tokens where the sweep has them."""
-    s = r.initial_loss
+    s = r.frames.get("initial_loss")
     if s is None:
         return None
     if (s["token_dist"] == "uniform").any():
@@ -86,7 +86,7 @@ def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
 
 
 def scale_embedding_share_shrinks(r) -> Verdict:
-    f = r.families
+    f = r.frames.get("families")
     if f is None or len(f) < 3:
         return not_run("model-family table not produced (needs at least 3 models)")
     rho = f["total_params"].astype(float).corr(f["embedding_share"].astype(float), method="spearman")

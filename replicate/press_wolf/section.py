@@ -17,7 +17,8 @@ from replicate.reportkit.sources import Results, read_table
 PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
               bar=0.03, headline=(("pw_small_tying", "Tying's gain, small model, valid ppl"),),
               baselines=("Zaremba et al. 2014", "1409.2329"),
-              not_run=lambda res: "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "")
+              not_run=lambda res: "Table 5 (large models, the `paper` preset)"
+              if res.frames.get("pw_table5") is None else "")
 SPLITS = ("train", "valid", "test")
 FIGURES = (["report_press_wolf_learning_curves"], ["press_wolf"])  # explicit stems, then prefixes
 CAPTIONS = {  # the report draws this figure itself: no workflow/report/*.rst
@@ -38,7 +39,7 @@ def read(res: Results) -> None:
         canon = frame.rename(columns={"cell": "model"} | {f"{s}_ours": f"{s}_ppl" for s in SPLITS}
                              | {f"{s}_paper": f"paper_{s}_ppl" for s in SPLITS})
         keep = ["model", *(f"{s}_ppl" for s in SPLITS), *(f"paper_{s}_ppl" for s in SPLITS), "protocol"]
-        setattr(res, "pw_" + name, canon[keep + (["n_seeds"] if "n_seeds" in canon.columns else [])])
+        res.frames["pw_" + name] = canon[keep + (["n_seeds"] if "n_seeds" in canon.columns else [])]
     res.speed = read_table(res, "press_wolf_speed", P.PW_SPEED_TABLE,
                            ["cell", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
 

@@ -19,19 +19,10 @@ BENCHMARK_GLOB = "benchmarks/**/*.tsv"
 
 @dataclass
 class Results:
-    """The frames the claims read (docs/report.md, "The claims' input"; each set by its experiment's ``read``)
-    plus the raw frames the sections display."""
+    """The frames the claims read, by name (docs/report.md, "The claims' input"; each set by its experiment's
+    ``read``), plus the raw frames the sections display."""
     root: Path = Path("results")
-    # the claims' frames
-    pw_table6: pd.DataFrame | None = None
-    pw_table5: pd.DataFrame | None = None
-    inan_table1: pd.DataFrame | None = None
-    inan_figure1: pd.DataFrame | None = None
-    initial_loss: pd.DataFrame | None = None
-    families: pd.DataFrame | None = None
-    scale_claims: pd.DataFrame | None = None
-    embedding_similarity: pd.DataFrame | None = None
-    # displayed as is
+    frames: dict[str, pd.DataFrame | None] = field(default_factory=dict)  # the claims' input (None: not produced)
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written (or runs' settings)
     paths: dict[str, str] = field(default_factory=dict)             # name -> path relative to the root's parent
     benchmarks: pd.DataFrame | None = None
