@@ -62,46 +62,46 @@ def test_claim_ids_unique_and_in_template(repo_root):
 @pytest.mark.parametrize("claim_id", ["pw_small_tying", "pw_small_wt_train", "pw_small_pr_train", "pw_pr_helps",
                                       "pw_wtpr_best"])
 def test_press_wolf_table6_claims_hold_on_paper_like_numbers(claim_id):
-    assert status(claim_id, Results(pw_table6=PAPER_LIKE_6)) == C.HOLDS
+    assert status(claim_id, Results(frames={"pw_table6": PAPER_LIKE_6})) == C.HOLDS
 
 
 def test_press_wolf_table6_claims_flip():
     # tying makes valid worse
     t = pw6((38.0, 120.7, 114.5), (36.4, 125.0, 112.4), (50.8, 116.0, 111.7), (53.5, 104.9, 100.9))
-    assert status("pw_small_tying", Results(pw_table6=t)) == C.FAILS
+    assert status("pw_small_tying", Results(frames={"pw_table6": t})) == C.FAILS
     # PR lowers train perplexity
     t = pw6((38.0, 120.7, 114.5), (36.4, 117.5, 112.4), (30.0, 116.0, 111.7), (53.5, 104.9, 100.9))
-    assert status("pw_small_pr_train", Results(pw_table6=t)) == C.FAILS
+    assert status("pw_small_pr_train", Results(frames={"pw_table6": t})) == C.FAILS
     # WT raises train perplexity
     t = pw6((38.0, 120.7, 114.5), (40.0, 117.5, 112.4), (50.8, 116.0, 111.7), (53.5, 104.9, 100.9))
-    assert status("pw_small_wt_train", Results(pw_table6=t)) == C.FAILS
+    assert status("pw_small_wt_train", Results(frames={"pw_table6": t})) == C.FAILS
     # PR hurts when tied; WT+PR no longer best
     t = pw6((38.0, 120.7, 114.5), (36.4, 117.5, 112.4), (50.8, 116.0, 111.7), (53.5, 118.0, 113.0))
-    assert status("pw_pr_helps", Results(pw_table6=t)) == C.FAILS
-    assert status("pw_wtpr_best", Results(pw_table6=t)) == C.FAILS
+    assert status("pw_pr_helps", Results(frames={"pw_table6": t})) == C.FAILS
+    assert status("pw_wtpr_best", Results(frames={"pw_table6": t})) == C.FAILS
 
 
 def test_press_wolf_missing_row_is_not_run():
     t = PAPER_LIKE_6[PAPER_LIKE_6["model"] != "small_wt"]
-    assert status("pw_small_tying", Results(pw_table6=t)) == NOT_RUN
-    assert status("pw_wtpr_best", Results(pw_table6=t)) == NOT_RUN
-    assert status("pw_pr_helps", Results(pw_table6=t)) == C.HOLDS  # small -> small_pr still testable
+    assert status("pw_small_tying", Results(frames={"pw_table6": t})) == NOT_RUN
+    assert status("pw_wtpr_best", Results(frames={"pw_table6": t})) == NOT_RUN
+    assert status("pw_pr_helps", Results(frames={"pw_table6": t})) == C.HOLDS  # small -> small_pr still testable
     t = PAPER_LIKE_6.copy()
     t.loc[t["model"] == "small_wt", "valid_ppl"] = math.nan  # a row without a number
-    assert status("pw_small_tying", Results(pw_table6=t)) == NOT_RUN
+    assert status("pw_small_tying", Results(frames={"pw_table6": t})) == NOT_RUN
 
 
 def test_press_wolf_table5_regulariser_signature_flips():
     paper = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
-    assert status("pw_regulariser", Results(pw_table5=paper)) == C.HOLDS
-    assert status("pw_large_tying", Results(pw_table5=paper)) == C.HOLDS
+    assert status("pw_regulariser", Results(frames={"pw_table5": paper})) == C.HOLDS
+    assert status("pw_large_tying", Results(frames={"pw_table5": paper})) == C.HOLDS
     lower_train = pw5((37.8, 82.2, 78.4), (30.0, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
-    assert status("pw_regulariser", Results(pw_table5=lower_train)) == C.FAILS
+    assert status("pw_regulariser", Results(frames={"pw_table5": lower_train})) == C.FAILS
     bd_worse = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 79.0, 73.2))
-    assert status("pw_large_tying", Results(pw_table5=bd_worse)) == C.FAILS
+    assert status("pw_large_tying", Results(frames={"pw_table5": bd_worse})) == C.FAILS
     only_bd = paper[paper["model"].str.startswith("large_bd")]
-    assert status("pw_large_tying", Results(pw_table5=only_bd)) == C.HOLDS  # one pair is enough
-    assert status("pw_regulariser", Results(pw_table5=only_bd)) == NOT_RUN
+    assert status("pw_large_tying", Results(frames={"pw_table5": only_bd})) == C.HOLDS  # one pair is enough
+    assert status("pw_regulariser", Results(frames={"pw_table5": only_bd})) == NOT_RUN
 
 
 def inan(values: dict) -> pd.DataFrame:
@@ -116,37 +116,37 @@ PAPER_INAN = {"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 86.2
 
 
 def test_inan_claims_hold_and_flip():
-    r = Results(inan_table1=inan(PAPER_INAN))
+    r = Results(frames={"inan_table1": inan(PAPER_INAN)})
     assert status("inan_al_small", r) == C.HOLDS
     assert status("inan_re_large", r) == C.HOLDS
     assert status("inan_real_best", r) == C.HOLDS
     flipped = {k: dict(v) for k, v in PAPER_INAN.items()}
     flipped["small"]["+AL"], flipped["large"]["+RE"], flipped["medium"]["VD-LSTM"] = 95.0, 80.0, 70.0
-    r = Results(inan_table1=inan(flipped))
+    r = Results(frames={"inan_table1": inan(flipped)})
     assert status("inan_al_small", r) == C.FAILS
     assert status("inan_re_large", r) == C.FAILS
     assert status("inan_real_best", r) == C.FAILS
-    small_only = Results(inan_table1=inan({"small": PAPER_INAN["small"]}))
+    small_only = Results(frames={"inan_table1": inan({"small": PAPER_INAN["small"]})})
     assert status("inan_re_large", small_only) == NOT_RUN
     assert status("inan_al_small", small_only) == C.HOLDS
     without_real = {"small": {m: v for m, v in PAPER_INAN["small"].items() if m != "+REAL"}}
-    assert status("inan_al_small", Results(inan_table1=inan(without_real))) == C.HOLDS  # REAL not needed
+    assert status("inan_al_small", Results(frames={"inan_table1": inan(without_real)})) == C.HOLDS  # REAL not needed
     without_real["small"]["+AL"] = 95.0
-    assert status("inan_al_small", Results(inan_table1=inan(without_real))) == C.FAILS
-    assert status("inan_real_best", Results(inan_table1=inan(without_real))) == NOT_RUN
+    assert status("inan_al_small", Results(frames={"inan_table1": inan(without_real)})) == C.FAILS
+    assert status("inan_real_best", Results(frames={"inan_table1": inan(without_real)})) == NOT_RUN
 
 
 def test_inan_variants_beat_vd_and_real_tie_rule():
-    r = Results(inan_table1=inan(PAPER_INAN))
+    r = Results(frames={"inan_table1": inan(PAPER_INAN)})
     assert status("inan_al_vd", r) == C.HOLDS and status("inan_re_vd", r) == C.HOLDS
     worse = {"small": {"VD-LSTM": 92.6, "+AL": 93.0, "+RE": 89.9, "+REAL": 89.0}}
-    r = Results(inan_table1=inan(worse))
+    r = Results(frames={"inan_table1": inan(worse)})
     assert status("inan_al_vd", r) == C.FAILS and status("inan_re_vd", r) == C.HOLDS
-    assert status("inan_al_vd", Results(inan_table1=inan({"small": {"+AL": 86.0}}))) == NOT_RUN
+    assert status("inan_al_vd", Results(frames={"inan_table1": inan({"small": {"+AL": 86.0}})})) == NOT_RUN
     tie = {"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 87.2}}  # within 1 ppl of +AL
-    assert status("inan_real_best", Results(inan_table1=inan(tie))) == C.HOLDS
+    assert status("inan_real_best", Results(frames={"inan_table1": inan(tie)})) == C.HOLDS
     tie["small"]["+REAL"] = 87.4
-    assert status("inan_real_best", Results(inan_table1=inan(tie))) == C.FAILS
+    assert status("inan_real_best", Results(frames={"inan_table1": inan(tie)})) == C.FAILS
 
 
 def fig1(distances):
@@ -156,10 +156,10 @@ def fig1(distances):
 
 def test_inan_subspace_claim_flips():
     falling = fig1([(0.0, 0.98), (0.25, 0.7), (0.5, 0.4), (1.0, 0.06)])
-    assert status("inan_subspace", Results(inan_figure1=falling)) == C.HOLDS
+    assert status("inan_subspace", Results(frames={"inan_figure1": falling})) == C.HOLDS
     rising = fig1([(0.0, 0.2), (0.5, 0.5), (1.0, 0.9)])
-    assert status("inan_subspace", Results(inan_figure1=rising)) == C.FAILS
-    assert status("inan_subspace", Results(inan_figure1=fig1([(1.0, 0.1)]))) == NOT_RUN
+    assert status("inan_subspace", Results(frames={"inan_figure1": rising})) == C.FAILS
+    assert status("inan_subspace", Results(frames={"inan_figure1": fig1([(1.0, 0.1)])})) == NOT_RUN
 
 
 def test_section_6_2_shape_and_level_are_separate_claims_so_one_miss_counts_once():
@@ -169,13 +169,13 @@ def test_section_6_2_shape_and_level_are_separate_claims_so_one_miss_counts_once
     curve = [(0.0, 0.960), (0.5, 0.175), (0.75, 0.154), (1.0, 0.151)]
     fig = pd.DataFrame([dict(panel="a", tau=10, beta=b, distance=d, n_seeds=1, distance_std=0.0,
                              paper_distance_approx=0.06 if b == 1.0 else None) for b, d in curve])
-    got = {k: verdict(k, Results(inan_figure1=fig)).verdict
+    got = {k: verdict(k, Results(frames={"inan_figure1": fig})).verdict
            for k in ("inan_subspace", "inan_subspace_rapid", "inan_subspace_level")}
     assert got == {"inan_subspace": E.HOLDS, "inan_subspace_rapid": E.HOLDS,
                    "inan_subspace_level": E.NOT_REPRODUCED_LARGER}
-    assert "0.151 against the paper's 0.06" in verdict("inan_subspace_level", Results(inan_figure1=fig)).why
+    assert "0.151 against the paper's 0.06" in verdict("inan_subspace_level", Results(frames={"inan_figure1": fig})).why
     gradual = fig.assign(distance=[0.96, 0.5, 0.3, 0.06])
-    got = {k: verdict(k, Results(inan_figure1=gradual)).verdict
+    got = {k: verdict(k, Results(frames={"inan_figure1": gradual})).verdict
            for k in ("inan_subspace", "inan_subspace_rapid", "inan_subspace_level")}
     assert got == {"inan_subspace": E.HOLDS, "inan_subspace_rapid": E.FAILS, "inan_subspace_level": E.REPRODUCED}
 
@@ -183,14 +183,14 @@ def test_section_6_2_shape_and_level_are_separate_claims_so_one_miss_counts_once
 def test_inan_subspace_shape_claims_flip():
     gradual = fig1([(0.0, 0.98), (0.25, 0.75), (0.5, 0.5), (0.75, 0.3), (1.0, 0.06)])
     rapid = fig1([(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)])
-    assert status("inan_subspace_rapid", Results(inan_figure1=rapid)) == C.HOLDS
-    assert status("inan_subspace_rapid", Results(inan_figure1=gradual)) == C.FAILS
+    assert status("inan_subspace_rapid", Results(frames={"inan_figure1": rapid})) == C.HOLDS
+    assert status("inan_subspace_rapid", Results(frames={"inan_figure1": gradual})) == C.FAILS
     taus = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, protocol="smoke")
                          for t, d in ((2, 0.3), (10, 0.1), (20, 0.05))])
-    assert status("inan_subspace_tau", Results(inan_figure1=taus)) == C.HOLDS
+    assert status("inan_subspace_tau", Results(frames={"inan_figure1": taus})) == C.HOLDS
     flat = taus.assign(distance=0.89)
-    assert status("inan_subspace_tau", Results(inan_figure1=flat)) == C.FAILS
-    assert status("inan_subspace_tau", Results(inan_figure1=gradual)) == NOT_RUN
+    assert status("inan_subspace_tau", Results(frames={"inan_figure1": flat})) == C.FAILS
+    assert status("inan_subspace_tau", Results(frames={"inan_figure1": gradual})) == NOT_RUN
 
 
 def il_frame(tied_zero_gap=0.02, rescale_gap=0.005, std_gaps=(0.1, 0.15)):
@@ -213,43 +213,43 @@ def il_frame(tied_zero_gap=0.02, rescale_gap=0.005, std_gaps=(0.1, 0.15)):
 
 
 def test_initial_loss_claims_hold_and_flip():
-    r = Results(initial_loss=il_frame())
+    r = Results(frames={"initial_loss": il_frame()})
     assert status("il_theory", r) == C.HOLDS
     assert status("il_rescale", r) == C.HOLDS
     assert status("il_standard", r) == C.HOLDS
-    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.5))) == C.HOLDS   # 4.8 % of ~10.4
-    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.6))) == C.FAILS   # 5.8 %
-    assert status("il_rescale", Results(initial_loss=il_frame(rescale_gap=-0.3))) == C.FAILS
-    assert status("il_standard", Results(initial_loss=il_frame(std_gaps=(-0.05, 0.1)))) == C.FAILS  # below log n
-    assert status("il_standard", Results(initial_loss=il_frame(std_gaps=(2.0, 0.1)))) == C.FAILS   # far above
+    assert status("il_theory", Results(frames={"initial_loss": il_frame(tied_zero_gap=0.5)})) == C.HOLDS   # 4.8 % of ~10.4
+    assert status("il_theory", Results(frames={"initial_loss": il_frame(tied_zero_gap=0.6)})) == C.FAILS   # 5.8 %
+    assert status("il_rescale", Results(frames={"initial_loss": il_frame(rescale_gap=-0.3)})) == C.FAILS
+    assert status("il_standard", Results(frames={"initial_loss": il_frame(std_gaps=(-0.05, 0.1))})) == C.FAILS  # below log n
+    assert status("il_standard", Results(frames={"initial_loss": il_frame(std_gaps=(2.0, 0.1))})) == C.FAILS   # far above
     # tolerances come from the config
-    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.6)), {"theory_rel": 0.1}) == C.HOLDS
+    assert status("il_theory", Results(frames={"initial_loss": il_frame(tied_zero_gap=0.6)}), {"theory_rel": 0.1}) == C.HOLDS
     # the theory claim ignores widths below theory_min_width (d = 128 here)
-    assert status("il_theory", Results(initial_loss=il_frame(tied_zero_gap=0.6)), {"theory_min_width": 2048}) == NOT_RUN
+    assert status("il_theory", Results(frames={"initial_loss": il_frame(tied_zero_gap=0.6)}), {"theory_min_width": 2048}) == NOT_RUN
     no_untied = il_frame()
     no_untied = no_untied[no_untied["tied"] | (no_untied["branches"] == "zero")]
-    assert status("il_standard", Results(initial_loss=no_untied[no_untied["tied"]])) == NOT_RUN
+    assert status("il_standard", Results(frames={"initial_loss": no_untied[no_untied["tied"]]})) == NOT_RUN
 
 
 def test_embedding_share_claim_flips():
     f = pd.DataFrame({"model": ["a", "b", "c"], "total_params": [5e6, 1e9, 7e10],
                       "embedding_share": [0.6, 0.2, 0.02], "protocol": ["n/a"] * 3})
-    assert status("scale_share", Results(families=f)) == C.HOLDS
+    assert status("scale_share", Results(frames={"families": f})) == C.HOLDS
     f["embedding_share"] = [0.02, 0.2, 0.6]
-    assert status("scale_share", Results(families=f)) == C.FAILS
-    assert status("scale_share", Results(families=f.head(2))) == NOT_RUN
+    assert status("scale_share", Results(frames={"families": f})) == C.FAILS
+    assert status("scale_share", Results(frames={"families": f.head(2)})) == NOT_RUN
 
 
 def test_embedding_similarity_claim_flips():
     e = pd.DataFrame({"comparison": ["tied_vs_untied_input", "tied_vs_untied_output"], "spearman": [0.2, 0.8],
                       "protocol": "reduced"})
-    assert status("emb_tied_output", Results(embedding_similarity=e)) == C.HOLDS
+    assert status("emb_tied_output", Results(frames={"embedding_similarity": e})) == C.HOLDS
     e["spearman"] = [0.8, 0.2]
-    assert status("emb_tied_output", Results(embedding_similarity=e)) == C.FAILS
+    assert status("emb_tied_output", Results(frames={"embedding_similarity": e})) == C.FAILS
 
 
 def test_verdict_evidence_names_the_numbers():
-    v = verdict("pw_small_tying", Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_small_tying", Results(frames={"pw_table6": PAPER_LIKE_6}))
     assert "120.70" in v.evidence and "117.50" in v.evidence
 
 
@@ -281,7 +281,7 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
         trend = -0.1 * math.log10(pct) if hidden == 200 else 0.5 * ({128: 0.9, 512: 0.7}[hidden] - 0.7)
         return (0.0 if drop else trend) + 0.3 + 0.01 * (seed - 2) + (0.2 * (seed - 2) if drop else 0.0)
 
-    r = Results(scale_claims=_scale_claims(falling))
+    r = Results(frames={"scale_claims": _scale_claims(falling)})
     got = {cid: verdict(cid, r) for cid in ("scale_data_gain", "scale_model_share", "scale_data_gain_drop0.3",
                                             "scale_model_share_drop0.3")}
     assert {k: v.status for k, v in got.items()} == {"scale_data_gain": C.HOLDS, "scale_model_share": C.HOLDS,
@@ -289,12 +289,12 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
                                                      "scale_model_share_drop0.3": C.INCONCLUSIVE}
     assert "95 % t interval [" in got["scale_data_gain"].evidence and "9 seed pairs, 7 dof" in got["scale_data_gain"].evidence
     for cid, v in got.items():  # the table's effect: the slope in the claim's direction ± the interval's half-width
-        row = r.scale_claims.set_index("claim_id").loc[cid]
+        row = r.frames["scale_claims"].set_index("claim_id").loc[cid]
         (e,) = v.effects
         assert e.ours == pytest.approx((-1 if "data" in cid else 1) * row["value"])
         assert e.allowance == pytest.approx((row["ci_high"] - row["ci_low"]) / 2) and e.seeds == (row["n"],)
         assert v.verdict == v.status  # effects.judge reads the interval as the study does
-    rising = Results(scale_claims=_scale_claims(lambda d, pct, h, s: -falling(0, pct, h, s) + 0.01 * s))
+    rising = Results(frames={"scale_claims": _scale_claims(lambda d, pct, h, s: -falling(0, pct, h, s) + 0.01 * s)})
     assert status("scale_data_gain", rising) == C.FAILS and status("scale_model_share", rising) == C.FAILS
     assert all(verdict(c, rising).verdict == C.FAILS for c in ("scale_data_gain", "scale_model_share"))
     gone = verdict("scale_model_share", Results())
@@ -302,8 +302,8 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
 
 
 def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
-    """The lead's format (metric column, rapid_in_beta) and the older one (neither) both read; the row
-    names the reading and metric, and counts the readings with the paper's shape from their own columns."""
+    """The lead's format (metric column, reading) and the older one (neither) both read; the row names the
+    reading and metric, and counts the readings with the paper's shape by their flags."""
     from replicate.report.experiments import CLAIMS
 
     points = [(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)]
@@ -313,16 +313,16 @@ def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
                         for b, d in points])
     readings = pd.DataFrame([{"reading": name, **{f"beta{b:g}": d + shift for b, d in points},
                               "tau2_beta1": 0.2 + shift, "tau10_beta1": 0.06 + shift + lower,
-                              "rapid_in_beta": True, "protocol": "reduced"}
+                              "rapid_in_beta": True, "lower_at_larger_tau": not lower, "protocol": "reduced"}
                              for name, shift, lower in (("zero_w_sgd_long", 0.0, 0.0), ("flat", 0.5, 0.2))])
-    res = Results(inan_figure1=fig, raw={"inan_subspace_readings": readings})
+    res = Results(frames={"inan_figure1": fig}, raw={"inan_subspace_readings": readings})
     v = next(c.evaluate(res) for c in CLAIMS if c.id == "inan_subspace")
     assert v.status == C.HOLDS and "reading zero_w_sgd_long" in v.evidence
     assert "relative residual" in v.evidence and v.effects == []  # a shape: the level is a claim of its own
     assert v.verdict == C.HOLDS and v.why == "1 of 2 readings have the paper's shape"
     level = next(c.evaluate(res) for c in CLAIMS if c.id == "inan_subspace_level")
     assert level.effects[0].paper == 0.06 and level.verdict == E.REPRODUCED and "reading zero_w_sgd_long" in level.evidence
-    old = Results(inan_figure1=fig.drop(columns=["metric", "reading"]))
+    old = Results(frames={"inan_figure1": fig.drop(columns=["metric", "reading"])})
     v = next(c.evaluate(old) for c in CLAIMS if c.id == "inan_subspace")
     assert "names no metric" in v.evidence and "principal-angle" in v.evidence and "readings" not in v.why
 
@@ -340,9 +340,9 @@ PW_BREAKS = [("pw_small_tying", "small_wt", "test_ppl", 115.0), ("pw_small_tying
 @pytest.mark.parametrize("claim_id,cell,col,value", PW_BREAKS)
 def test_each_condition_of_a_press_wolf_check_counts(claim_id, cell, col, value):
     t = PAPER_LIKE_6.copy()
-    assert status(claim_id, Results(pw_table6=t)) == C.HOLDS
+    assert status(claim_id, Results(frames={"pw_table6": t})) == C.HOLDS
     t.loc[t["model"] == cell, col] = value
-    assert status(claim_id, Results(pw_table6=t)) == C.FAILS
+    assert status(claim_id, Results(frames={"pw_table6": t})) == C.FAILS
 
 
 INAN_BREAKS = [("inan_al_vd", "+AL", "test_ppl", 92.6 - 4), ("inan_al_vd", "+AL", "valid_ppl", 92.6),
@@ -353,15 +353,15 @@ INAN_BREAKS = [("inan_al_vd", "+AL", "test_ppl", 92.6 - 4), ("inan_al_vd", "+AL"
 @pytest.mark.parametrize("claim_id,model,col,value", INAN_BREAKS)
 def test_each_condition_of_an_inan_check_counts(claim_id, model, col, value):
     t = inan({"small": PAPER_INAN["small"]})
-    assert status(claim_id, Results(inan_table1=t)) == C.HOLDS
+    assert status(claim_id, Results(frames={"inan_table1": t})) == C.HOLDS
     t.loc[(t["model"] == model) & (t["size"] == "small"), col] = value
-    assert status(claim_id, Results(inan_table1=t)) == C.FAILS
+    assert status(claim_id, Results(frames={"inan_table1": t})) == C.FAILS
 
 
 def test_real_best_tie_bound_is_inclusive():
     t = inan({"small": PAPER_INAN["small"]})
     t.loc[t["model"] == "+REAL", "valid_ppl"] = 86.3 + INC.REAL_TIE_PPL  # exactly at the tie bound: still best
-    assert status("inan_real_best", Results(inan_table1=t)) == C.HOLDS
+    assert status("inan_real_best", Results(frames={"inan_table1": t})) == C.HOLDS
 
 
 def test_tolerance_of_an_initial_loss_point_by_its_reference():
@@ -389,22 +389,7 @@ def test_reading_shape_from_its_flags(flags, shaped):
     row = _reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1], **SHAPED)
     assert INC.reading_has_shape(row) is shaped
     assert INC.reading_has_shape(_reading(rapid_in_beta=flags[0], lower_at_larger_tau=flags[1])) is shaped  # flags alone
-
-
-@pytest.mark.parametrize("change,shaped", [
-    ({}, True),
-    ({"beta0.5": 0.6, "beta1": 0.3}, False),        # an even fall over beta: not rapid
-    ({"beta1": 0.35}, False),                       # rises by 0.05 after the first step
-    ({"tau10_beta1": 0.3}, False),                  # no lower at the larger tau
-    ({"tau10_beta1": 0.295}, False),                # lower by less than the shape tolerance (0.01)
-    ({"beta0.5": float("nan")}, False),             # two beta points left: too few to judge
-    ({"tau1_beta1": float("nan")}, False),          # one tau point left
-    ({"beta2": float("nan")}, True),                # an empty column is left out
-    ({"tau10_beta0.5": 0.9}, True),                 # tau columns count at beta = 1 only
-])
-def test_reading_shape_from_its_curves(change, shaped):
-    """An older readings table without flags: rapid in beta and lower at larger tau, from its columns."""
-    assert INC.reading_has_shape(_reading(**{**SHAPED, **change})) is shaped
+    assert INC.reading_has_shape(_reading(rapid_in_beta=flags[0], **SHAPED)) is False  # too few tau points: no flag
 
 
 def test_dirty_runs_are_the_runs_a_claim_rests_on_made_from_a_changed_tree():
@@ -429,13 +414,13 @@ def test_embedding_share_trend_is_spearman_and_strict():
     """A rank correlation: one huge model with a middling share makes Pearson's r negative while the ranks
     say the share rises (rho 0.2: does not hold); rho exactly 0 does not hold either."""
     f = pd.DataFrame({"model": list("abcd"), "total_params": [1, 2, 3, 100], "embedding_share": [0.1, 0.5, 0.4, 0.3]})
-    v = verdict("scale_share", Results(families=f))
+    v = verdict("scale_share", Results(frames={"families": f}))
     assert v.status == C.FAILS and "Spearman ρ(total parameters, embedding share) = 0.20 over 4 models" in v.evidence
     assert "a: 10.0%" in v.evidence and "d: 30.0%" in v.evidence
     f["embedding_share"] = [0.2, 0.4, 0.1, 0.3]  # ranks 2, 4, 1, 3 against 1, 2, 3, 4: rho 0
     assert f["total_params"].corr(f["embedding_share"], method="spearman") == pytest.approx(0.0, abs=1e-12)
-    assert status("scale_share", Results(families=f)) == C.FAILS
-    assert "needs at least 3 models" in verdict("scale_share", Results(families=f.head(2))).evidence
+    assert status("scale_share", Results(frames={"families": f})) == C.FAILS
+    assert "needs at least 3 models" in verdict("scale_share", Results(frames={"families": f.head(2)})).evidence
 
 
 def test_embedding_similarity_claim_names_what_is_missing():
@@ -466,7 +451,7 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     assert two[2] == "one pair"
     assert SCC._similarity_allowance(_similarity({(1, 1): 0.1, (1, 2): 0.3})) == (None, "one seed of the tied model", "", None)
     assert SCC._similarity_allowance(e.drop(columns=["seed_b"])) == (None, "seed pairs not recorded", "", None)
-    v = verdict("emb_tied_output", Results(embedding_similarity=e))
+    v = verdict("emb_tied_output", Results(frames={"embedding_similarity": e}))
     (effect,) = v.effects
     assert effect.ours == pytest.approx(0.2) and effect.allowance == pytest.approx(allow)
     assert (effect.what, effect.paper, effect.unit, effect.seeds, effect.noise, effect.flag) == (
@@ -475,14 +460,14 @@ def test_similarity_allowance_is_a_t_interval_over_the_tied_seeds():
     assert v.status == C.HOLDS and v.evidence == ("similarity of the tied embedding to the untied output embedding "
                                                   "0.500 vs to the untied input embedding 0.300 (mean over 3 seed pairs)")
     two_pairs = _similarity({(1, 1): 0.1, (2, 2): 0.3})
-    v = verdict("emb_tied_output", Results(embedding_similarity=two_pairs))
+    v = verdict("emb_tied_output", Results(frames={"embedding_similarity": two_pairs}))
     assert v.effects[0].flag == "one pair" and v.effects[0].seeds == (2,)
     same = _similarity({(1, 1): 0.0, (2, 2): 0.0})  # equal similarity is no "closer to the output embedding"
-    assert verdict("emb_tied_output", Results(embedding_similarity=same)).status != C.HOLDS
+    assert verdict("emb_tied_output", Results(frames={"embedding_similarity": same})).status != C.HOLDS
 
 
 def test_evaluate_all_passes_the_tolerances_on():
-    r = Results(initial_loss=il_frame(tied_zero_gap=0.6))
+    r = Results(frames={"initial_loss": il_frame(tied_zero_gap=0.6)})
     by_id = {c.id: v.status for c, v in X.evaluate_all(r, {"theory_rel": 0.1})}
     assert by_id["il_theory"] == C.HOLDS
     assert {c.id: v.status for c, v in X.evaluate_all(r)}["il_theory"] == C.FAILS
@@ -512,7 +497,7 @@ def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_
     beside the paper's difference from the table's paper columns, and the four numbers in the evidence."""
     t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
     t["paper_train_ppl"], t["paper_valid_ppl"] = [40.0, 50.0, 1.0, 1.0], [84.0, 79.0, 1.0, 1.0]
-    v = verdict("pw_regulariser", Results(pw_table5=t))
+    v = verdict("pw_regulariser", Results(frames={"pw_table5": t}))
     train, valid = v.effects
     assert (train.what, train.unit, train.seeds) == ("train ppl, large + WT − large", "ppl", (1, 1))
     assert train.ours == pytest.approx(48.5 - 37.8) and train.paper == pytest.approx(10.0)
@@ -520,9 +505,9 @@ def test_table5_regulariser_signature_reports_both_effects_with_their_signs_and_
     assert valid.ours == pytest.approx(82.2 - 77.7) and valid.paper == pytest.approx(5.0)
     assert "train 37.80 → 48.50, valid 82.20 → 77.70 (large → large + WT)" in v.evidence
     worse = t.assign(valid_ppl=[82.2, 82.2, 78.1, 75.8])  # a tie in valid is no fall
-    assert status("pw_regulariser", Results(pw_table5=worse)) == C.FAILS
+    assert status("pw_regulariser", Results(frames={"pw_table5": worse})) == C.FAILS
     flat = t.assign(train_ppl=[37.8, 37.8, 24.3, 28.2])  # nor a tie in train a rise
-    assert status("pw_regulariser", Results(pw_table5=flat)) == C.FAILS
+    assert status("pw_regulariser", Results(frames={"pw_table5": flat})) == C.FAILS
 
 
 def test_figure1_claims_name_their_numbers_and_effects():
@@ -533,7 +518,7 @@ def test_figure1_claims_name_their_numbers_and_effects():
          for b, d in ((0.0, 0.9), (0.5, 0.3), (0.75, 0.15), (1.0, 0.1)) for s in (1, 2)]
     b = [dict(panel="b", tau=t, beta=1.0, seed=1, distance=d, n_seeds=3, distance_std=sd, protocol="reduced")
          for t, d, sd in ((20, 0.05, 0.03), (2, 0.35, 0.01))]
-    res = Results(inan_figure1=pd.DataFrame(a + b))
+    res = Results(frames={"inan_figure1": pd.DataFrame(a + b)})
     claim = {c.id: c for c in X.CLAIMS}
     v = claim["inan_subspace"].evaluate(res)
     assert v.status == C.HOLDS
@@ -564,14 +549,11 @@ def test_initial_loss_rows_are_uniform_tokens_without_a_mixer_when_there_are_suc
             dict(name="normal", token_dist="uniform", branches="normal", tied=True, rescale=False, mixer=None),
             dict(name="rescaled", token_dist="uniform", branches="zero", tied=True, rescale=True, mixer=None)]
     f = pd.DataFrame(rows)
-    got = ILC._il(Results(initial_loss=f), branches="zero", tied=True, rescale=False)
+    got = ILC._il(Results(frames={"initial_loss": f}), branches="zero", tied=True, rescale=False)
     assert list(got["name"]) == ["kept", "none"]
     only_zipf = f[f["token_dist"] == "zipf"]
-    assert list(ILC._il(Results(initial_loss=only_zipf), branches="zero")["name"]) == ["zipf"]
-    assert list(ILC._il(Results(initial_loss=f.drop(columns="mixer")), branches="zero", rescale=True)["name"]) == [
-        "rescaled"]
-    assert ILC._il(Results(initial_loss=f), width=64) is None           # a column the table lacks
-    assert ILC._il(Results(initial_loss=f), branches="none") is None    # no row left
+    assert list(ILC._il(Results(frames={"initial_loss": only_zipf}), branches="zero")["name"]) == ["zipf"]
+    assert ILC._il(Results(frames={"initial_loss": f}), branches="none") is None    # no row left
     assert ILC._il(Results(), branches="zero") is None
 
 
@@ -583,29 +565,29 @@ def test_table6_train_claims_name_the_change_in_the_claimed_direction(claim_id, 
     """The effect is signed so that the claimed direction is positive (WT lowers, PR raises train ppl), beside the
     paper's difference from its own columns; the evidence names both numbers and the cell."""
     t = PAPER_LIKE_6.assign(paper_train_ppl=[40.0, 36.0, 52.0, 53.5])
-    v = verdict(claim_id, Results(pw_table6=t))
+    v = verdict(claim_id, Results(frames={"pw_table6": t}))
     (effect,) = v.effects
     assert v.status == C.HOLDS and (effect.what, effect.unit, effect.seeds) == (what, "ppl", (1, 1))
     assert effect.ours == pytest.approx(ours) and effect.paper == pytest.approx(paper)
     name = {"small_wt": "small + WT", "small_pr": "small + PR"}[after]
     assert v.evidence == f"train {arrow} (small → {name}, no dropout)"
     gone = t[t["model"] != after]
-    assert status(claim_id, Results(pw_table6=gone)) == NOT_RUN
+    assert status(claim_id, Results(frames={"pw_table6": gone})) == NOT_RUN
 
 
 def test_inan_comparisons_name_their_numbers_effects_and_sizes():
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3, "+RE": 89.9, "+REAL": 86.0},
               "medium": {"+AL": 80.0, "+RE": 78.0, "+REAL": 77.5}})
     claim = {c.id: c for c in X.CLAIMS}
-    v = claim["inan_al_small"].evaluate(Results(inan_table1=t))
+    v = claim["inan_al_small"].evaluate(Results(frames={"inan_table1": t}))
     assert (v.status, v.evidence) == (C.HOLDS, "small valid: +AL 86.30 vs +RE 89.90")
     assert [(e.what, e.seeds) for e in v.effects] == [("small valid ppl, +RE − +AL", (1, 1))]
     assert v.effects[0].ours == pytest.approx(3.6)
-    v = claim["inan_re_large"].evaluate(Results(inan_table1=t))
+    v = claim["inan_re_large"].evaluate(Results(frames={"inan_table1": t}))
     assert (v.status, v.evidence) == (C.HOLDS, "medium valid: +RE 78.00 vs +AL 80.00")
     assert v.scope == "ran medium only of the claimed sizes medium, large"
     assert [(e.what, e.ours) for e in v.effects] == [("medium valid ppl, +AL − +RE", pytest.approx(2.0))]
-    v = claim["inan_real_best"].evaluate(Results(inan_table1=t))
+    v = claim["inan_real_best"].evaluate(Results(frames={"inan_table1": t}))
     assert v.status == C.HOLDS and v.evidence == (
         "small: +REAL 86.00 vs best other +AL 86.30 (tie allowed: 1 ppl); "
         "medium: +REAL 77.50 vs best other +RE 78.00 (tie allowed: 1 ppl)")
@@ -613,17 +595,17 @@ def test_inan_comparisons_name_their_numbers_effects_and_sizes():
     assert [(e.what, e.ours) for e in v.effects] == [("small valid ppl, +AL − +REAL", pytest.approx(0.3)),
                                                      ("medium valid ppl, +RE − +REAL", pytest.approx(0.5))]
     worse = inan({"small": {"+AL": 86.0, "+REAL": 87.5}, "medium": {"+RE": 78.0, "+REAL": 77.5}})
-    assert status("inan_real_best", Results(inan_table1=worse)) == C.FAILS  # one size short fails the claim
+    assert status("inan_real_best", Results(frames={"inan_table1": worse})) == C.FAILS  # one size short fails the claim
     alone = inan({"small": {"+REAL": 86.0}})
-    assert status("inan_real_best", Results(inan_table1=alone)) == NOT_RUN
+    assert status("inan_real_best", Results(frames={"inan_table1": alone})) == NOT_RUN
     wt2 = t.assign(dataset="wikitext2")
-    assert status("inan_real_best", Results(inan_table1=wt2)) == NOT_RUN  # PTB rows only
+    assert status("inan_real_best", Results(frames={"inan_table1": wt2})) == NOT_RUN  # PTB rows only
 
 
 def test_initial_loss_claims_name_their_numbers():
     """il_frame: the zero-branch tied loss 0.02 nats above the closed form (10.37 at d = 128), the rescaled one
     0.005 above log n, the standard init 0.1 (tied) and 0.15 (untied) above log n = 10.37, i.e. 1.0 % and 1.4 %."""
-    by_id = {c.id: v for c, v in X.evaluate_all(Results(initial_loss=il_frame()))}
+    by_id = {c.id: v for c, v in X.evaluate_all(Results(frames={"initial_loss": il_frame()}))}
     assert by_id["il_theory"].evidence == (
         "largest miss 0.020 nats = 0.2% of log(e^(dσ)+n−1) = 10.37 (d = 128, σ = 0.02) over 3 points with "
         "d ≥ 128; tolerance 5% of the closed form")
@@ -633,9 +615,9 @@ def test_initial_loss_claims_name_their_numbers():
         "untied: log n + 1.4% to 1.4%; tied: log n + 1.0% to 1.0% over 6 points (σ = 0.02; 'slightly above' = "
         "above log n by at most 10% of it)")
     at_log_n = il_frame(std_gaps=(0.0, 0.1))  # exactly log n is not above it
-    assert status("il_standard", Results(initial_loss=at_log_n)) == C.FAILS
+    assert status("il_standard", Results(frames={"initial_loss": at_log_n})) == C.FAILS
     other_std = il_frame(std_gaps=(5.0, 5.0)).assign(std="0.05")  # only σ = 0.02 rows count
-    assert status("il_standard", Results(initial_loss=other_std)) == NOT_RUN
+    assert status("il_standard", Results(frames={"initial_loss": other_std})) == NOT_RUN
 
 
 # ------------------------------------------------------------- lookups, effects and scopes, by known answers
@@ -658,7 +640,7 @@ def test_an_effect_uses_its_own_splits_noise_its_rows_seeds_and_the_papers_colum
     """valid (100, 102): relative sd sqrt(2)/101; test (100, 110): sqrt(2)·5/105; t(0.975, 1) = 12.7062. The
     small row has 3 seeds, small + WT two: allowance = t · sd · level · sqrt(1/3 + 1/2)."""
     t = PAPER_LIKE_6.assign(n_seeds=[3, 2, 1, 1], paper_valid_ppl=[121.0, 118.0, None, None])
-    r = Results(pw_table6=t, pools=_press_wolf_pool((100.0, 102.0), (100.0, 110.0)))
+    r = Results(frames={"pw_table6": t}, pools=_press_wolf_pool((100.0, 102.0), (100.0, 110.0)))
     valid, test = C.split_effects(r, t, "small", "small_wt", "x", PWC.PW_NOISE)
     t1 = 12.706204736174698
     assert (valid.what, test.what, valid.seeds, test.flag) == ("valid ppl, x", "test ppl, x", (3, 2), "one pair")
@@ -676,13 +658,13 @@ def test_scope_is_empty_when_every_claimed_part_ran():
     assert C.scope_note(["medium", "large"], ("medium", "large"), "sizes") == ""
     assert C.scope_note(["large", "medium", "small"], ("medium", "large"), "sizes") == ""
     assert C.scope_note([], ("small",), "sizes") == "ran none only of the claimed sizes small"
-    v = verdict("pw_small_tying", Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_small_tying", Results(frames={"pw_table6": PAPER_LIKE_6}))
     assert v.scope == ""
 
 
 def test_table5_tying_names_each_pair_and_its_effects():
     t = pw5((37.8, 82.2, 78.4), (48.5, 77.7, 74.3), (24.3, 78.1, 75.2), (28.2, 75.8, 73.2))
-    v = verdict("pw_large_tying", Results(pw_table5=t))
+    v = verdict("pw_large_tying", Results(frames={"pw_table5": t}))
     assert v.evidence == ("large → large + WT: valid 82.20 → 77.70, test 78.40 → 74.30; "
                           "large + BD + WD → large + BD + WT: valid 78.10 → 75.80, test 75.20 → 73.20")
     assert [e.what for e in v.effects] == [
@@ -692,7 +674,7 @@ def test_table5_tying_names_each_pair_and_its_effects():
 
 def test_wt_pr_best_compares_with_the_best_other_cell():
     """PAPER_LIKE_6: the best of the other three in valid is small + PR (116.0), not the first name or WT + PR."""
-    v = verdict("pw_wtpr_best", Results(pw_table6=PAPER_LIKE_6))
+    v = verdict("pw_wtpr_best", Results(frames={"pw_table6": PAPER_LIKE_6}))
     assert v.evidence == "lowest valid: small + WT + PR (104.90); lowest test: small + WT + PR (100.90)"
     valid, test = v.effects
     assert valid.what == "valid ppl, small + PR (best other) − small + WT + PR" and test.what.startswith("test ppl")
@@ -725,39 +707,36 @@ def test_a_claim_not_run_says_what_it_needs(claim_id, reason):
 def test_a_claim_not_run_on_a_partial_table_says_what_is_missing():
     claim = {c.id: c for c in X.CLAIMS}
     only_real = inan({"small": {"+REAL": 86.0}})
-    assert claim["inan_real_best"].evaluate(Results(inan_table1=only_real)).evidence == (
+    assert claim["inan_real_best"].evaluate(Results(frames={"inan_table1": only_real})).evidence == (
         "no size with +REAL and another row in Table 1 (PTB)")
-    assert claim["il_theory"].evaluate(Results(initial_loss=il_frame()), {"theory_min_width": 2048}).evidence == (
+    assert claim["il_theory"].evaluate(Results(frames={"initial_loss": il_frame()}), {"theory_min_width": 2048}).evidence == (
         "no tied, zero-branch point at width d ≥ 2048 (the theory's regime)")
     tied_only = il_frame()[lambda f: f["tied"]]
-    assert claim["il_standard"].evaluate(Results(initial_loss=tied_only)).evidence == (
+    assert claim["il_standard"].evaluate(Results(frames={"initial_loss": tied_only})).evidence == (
         "standard init (σ = 0.02) needs both tied and untied points")
     one_level = _scale_claims(lambda d, pct, h, s: 0.1)[lambda f: f["dropout"] == "0"]
-    assert claim["scale_data_gain_drop0.3"].evaluate(Results(scale_claims=one_level)).evidence == (
+    assert claim["scale_data_gain_drop0.3"].evaluate(Results(frames={"scale_claims": one_level})).evidence == (
         "claim scale_data_gain_drop0.3 not in the scale study's claims table (scale_claims.csv)")
     e = _similarity({(1, 1): 0.1})[lambda f: f["comparison"] == "tied_vs_untied_input"]
-    assert claim["emb_tied_output"].evaluate(Results(embedding_similarity=e)).evidence == (
+    assert claim["emb_tied_output"].evaluate(Results(frames={"embedding_similarity": e})).evidence == (
         "needs the tied-vs-untied-input and tied-vs-untied-output similarities")
 
 
 # ------------------------------------------------------------------------------------ Inan Table 1
-def test_inan_claims_read_ptb_rows_only_and_tables_without_a_dataset_column():
-    """WikiText-2 rows that would flip every claim are left out; an older table without the column reads whole."""
+def test_inan_claims_read_ptb_rows_only():
+    """WikiText-2 rows that would flip every claim are left out."""
     wt2 = inan({"small": {"VD-LSTM": 60.0, "+AL": 99.0, "+RE": 50.0, "+REAL": 99.0}}).assign(dataset="wikitext2")
     both = pd.concat([inan(PAPER_INAN), wt2], ignore_index=True)
-    plain = inan(PAPER_INAN).drop(columns="dataset")
-    for table in (both, plain):
-        r = Results(inan_table1=table)
-        for cid in ("inan_al_vd", "inan_al_small", "inan_re_large", "inan_real_best"):
-            assert status(cid, r) == C.HOLDS, (cid, list(table.columns))
-    v = verdict("inan_al_small", Results(inan_table1=both))
+    for cid in ("inan_al_vd", "inan_al_small", "inan_re_large", "inan_real_best"):
+        assert status(cid, Results(frames={"inan_table1": both})) == C.HOLDS, cid
+    v = verdict("inan_al_small", Results(frames={"inan_table1": both}))
     assert v.evidence == "small valid: +AL 86.30 vs +RE 89.90"
 
 
 def test_inan_beats_vd_names_both_splits_from_their_own_columns():
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}})
     t.loc[t["model"] == "+AL", "test_ppl"] = 80.0  # test: 88.6 -> 80.0, valid: 92.6 -> 86.3
-    v = verdict("inan_al_vd", Results(inan_table1=t))
+    v = verdict("inan_al_vd", Results(frames={"inan_table1": t}))
     assert v.evidence == "small valid: VD-LSTM 92.60 → +AL 86.30; test 88.60 → 80.00"
     valid, test = v.effects
     assert (valid.what, test.what) == ("small valid ppl, VD-LSTM − +AL", "small test ppl, VD-LSTM − +AL")
@@ -766,29 +745,29 @@ def test_inan_beats_vd_names_both_splits_from_their_own_columns():
 
 def test_re_beats_al_is_strict_and_names_every_size():
     t = inan({"medium": {"+AL": 77.4, "+RE": 77.1}, "large": {"+AL": 74.5, "+RE": 72.5}})
-    v = verdict("inan_re_large", Results(inan_table1=t))
+    v = verdict("inan_re_large", Results(frames={"inan_table1": t}))
     assert v.evidence == "medium valid: +RE 77.10 vs +AL 77.40; large valid: +RE 72.50 vs +AL 74.50"
     t.loc[(t["size"] == "large") & (t["model"] == "+RE"), "valid_ppl"] = 74.5  # a tie is no win
-    assert status("inan_re_large", Results(inan_table1=t)) == C.FAILS
+    assert status("inan_re_large", Results(frames={"inan_table1": t})) == C.FAILS
 
 
 def test_real_best_reads_every_size_and_rows_without_a_paper_number():
     """A size without +REAL before one with it is skipped, not the end; a row with no paper number still counts."""
     t = inan({"small": {"VD-LSTM": 92.6, "+AL": 86.3}, "medium": {"+AL": 77.4, "+REAL": 75.7}})
     t["paper_valid_ppl"] = [92.6, None, 77.4, 75.7]
-    v = verdict("inan_real_best", Results(inan_table1=t))
+    v = verdict("inan_real_best", Results(frames={"inan_table1": t}))
     assert v.status == C.HOLDS and v.evidence == "medium: +REAL 75.70 vs best other +AL 77.40 (tie allowed: 1 ppl)"
     t.loc[t["model"] == "+AL", "paper_valid_ppl"] = None  # the best other has no paper number: still compared
-    v = verdict("inan_real_best", Results(inan_table1=t))
+    v = verdict("inan_real_best", Results(frames={"inan_table1": t}))
     assert "best other +AL 77.40" in v.evidence
 
 
 # ------------------------------------------------------------------------------- Inan section 6.2
 def test_figure1_claims_judge_the_smallest_curves_they_accept():
     three = fig1([(0.0, 0.9), (0.5, 0.2), (1.0, 0.1)])
-    assert status("inan_subspace_rapid", Results(inan_figure1=three)) == C.HOLDS
+    assert status("inan_subspace_rapid", Results(frames={"inan_figure1": three})) == C.HOLDS
     two = fig1([(0.0, 0.9), (1.0, 0.1)])
-    assert status("inan_subspace", Results(inan_figure1=two)) == C.HOLDS
+    assert status("inan_subspace", Results(frames={"inan_figure1": two})) == C.HOLDS
 
 
 @pytest.mark.parametrize("distances, holds", [
@@ -799,7 +778,7 @@ def test_figure1_claims_judge_the_smallest_curves_they_accept():
 ])
 def test_distance_falls_with_beta_needs_a_lower_end_and_a_negative_rank_correlation(distances, holds):
     curve = fig1([(b / 10, d) for b, d in enumerate(distances)])
-    assert status("inan_subspace", Results(inan_figure1=curve)) == (C.HOLDS if holds else C.FAILS)
+    assert status("inan_subspace", Results(frames={"inan_figure1": curve})) == (C.HOLDS if holds else C.FAILS)
 
 
 def test_figure1_claims_name_their_basis_level_and_readings():
@@ -809,20 +788,20 @@ def test_figure1_claims_name_their_basis_level_and_readings():
     a["reading"] = ["r1"] * 3 + ["r2"] * 3
     a["metric"] = ["m1"] * 3 + ["m2"] * 3
     claim = {c.id: c for c in X.CLAIMS}
-    v = claim["inan_subspace_rapid"].evaluate(Results(inan_figure1=a))
+    v = claim["inan_subspace_rapid"].evaluate(Results(frames={"inan_figure1": a}))
     assert v.evidence.endswith("; reading r1, r2; metric: m1, m2") and v.scope == "" and v.effects == []
-    level = claim["inan_subspace_level"].evaluate(Results(inan_figure1=a))
+    level = claim["inan_subspace_level"].evaluate(Results(frames={"inan_figure1": a}))
     assert level.status == NOT_RUN  # no paper value beside the point: nothing to reach
-    (level,) = claim["inan_subspace_level"].evaluate(Results(inan_figure1=a.assign(paper_distance_approx=0.06))).effects
+    (level,) = claim["inan_subspace_level"].evaluate(Results(frames={"inan_figure1": a.assign(paper_distance_approx=0.06)})).effects
     assert (level.unit, level.seeds, level.paper, level.level, level.allowance) == ("", (1,), 0.06, True, None)
     readings = pd.DataFrame([{"reading": "r1", "rapid_in_beta": True, "lower_at_larger_tau": True},
                              {"reading": "r2", "rapid_in_beta": True, "lower_at_larger_tau": False}])
-    res = Results(inan_figure1=a, raw={"inan_subspace_readings": readings})
+    res = Results(frames={"inan_figure1": a}, raw={"inan_subspace_readings": readings})
     v = claim["inan_subspace_rapid"].evaluate(res)
     assert v.evidence.endswith("metric: m1, m2; 1 of 2 readings have the paper's shape (rapid decrease in β, lower "
                                "at larger τ)")
     assert v.scope == "1 of 2 readings have the paper's shape" and v.effects == []
-    plain = Results(inan_figure1=a.drop(columns=["reading", "metric"]))
+    plain = Results(frames={"inan_figure1": a.drop(columns=["reading", "metric"])})
     assert claim["inan_subspace"].evaluate(plain).evidence.endswith(
         "; reading not recorded; metric: principal-angle subspace distance (the table names no metric)")
 
@@ -832,13 +811,13 @@ def test_distance_lower_at_larger_tau_compares_the_smallest_and_largest_tau():
     b = pd.DataFrame([dict(panel="b", tau=t, beta=1.0, distance=d, n_seeds=n, distance_std=sd)
                       for t, d, n, sd in ((2, 0.4, 3, 0.01), (10, 0.5, 9, 0.5), (20, 0.1, 4, 0.02))])
     readings = pd.DataFrame([{"reading": "r", "rapid_in_beta": True, "lower_at_larger_tau": True}])
-    v = verdict("inan_subspace_tau", Results(inan_figure1=b, raw={"inan_subspace_readings": readings}))
+    v = verdict("inan_subspace_tau", Results(frames={"inan_figure1": b}, raw={"inan_subspace_readings": readings}))
     assert v.evidence.startswith("distance 0.400 at τ = 2 → 0.100 at τ = 20 (β = 1)")
     (gap,) = v.effects
     assert gap.seeds == (3, 4) and gap.ours == pytest.approx(0.3)
     assert gap.allowance == pytest.approx(2.570582 * math.sqrt(0.01 ** 2 / 3 + 0.02 ** 2 / 4), rel=1e-6)  # t(5)
     assert v.scope == "1 of 1 readings have the paper's shape"
-    v = verdict("inan_subspace_tau", Results(inan_figure1=b.drop(columns="n_seeds")))
+    v = verdict("inan_subspace_tau", Results(frames={"inan_figure1": b.drop(columns="n_seeds")}))
     assert v.effects[0].seeds == (1, 1) and v.effects[0].allowance is None
 
 
@@ -858,7 +837,7 @@ def test_initial_loss_claims_read_only_their_own_rows_and_their_tolerance_bound_
     rescale = _il_row(branches="zero", tied=True, rescale=True, d=128, loss_mean=log_n + 0.04, reference_loss=log_n)
     standard = [_il_row(branches="normal", tied=t, rescale=False, d=128, loss_mean=log_n * 1.05, reference_loss=log_n)
                 for t in (True, False)]
-    r = Results(initial_loss=pd.DataFrame(off + [theory, rescale] + standard))
+    r = Results(frames={"initial_loss": pd.DataFrame(off + [theory, rescale] + standard)})
     rescale_gap = abs(rescale["loss_mean"] - math.log(32000.0))
     above = max(abs(s["loss_mean"] - log_n) / log_n for s in standard)
     tol = {"theory_rel": 0.05, "rescale_nats": rescale_gap, "above_log_n_rel": above}  # each exactly at its bound
@@ -870,7 +849,7 @@ def test_initial_loss_claims_read_only_their_own_rows_and_their_tolerance_bound_
 def test_rescale_evidence_names_log_n_of_the_first_row():
     rows = [_il_row(branches="zero", tied=True, rescale=True, d=d, n=n, loss_mean=math.log(n), reference_loss=0.0)
             for d, n in ((128, 32000), (256, 50000))]
-    v = verdict("il_rescale", Results(initial_loss=pd.DataFrame(rows)))
+    v = verdict("il_rescale", Results(frames={"initial_loss": pd.DataFrame(rows)}))
     assert "(log n = 10.37; tolerance 0.1 nats)" in v.evidence
 
 
@@ -885,7 +864,7 @@ def test_similarity_effect_is_the_spread_of_the_paired_difference_and_counts_onl
     e = pd.DataFrame(rows)
     assert SCC._similarity_allowance(e)[0] == pytest.approx(0.0, abs=1e-12)
     extra = pd.concat([e, pd.DataFrame([dict(comparison="untied_input_vs_output", spearman=0.1, seed_a=1, seed_b=1)] * 4)])
-    v = verdict("emb_tied_output", Results(embedding_similarity=extra))
+    v = verdict("emb_tied_output", Results(frames={"embedding_similarity": extra}))
     assert v.evidence.endswith("(mean over 3 seed pairs)") and v.effects[0].seeds == (3,)
 
 

@@ -12,6 +12,7 @@ from replicate.reportkit import effects as E
 from replicate.reportkit import noise
 from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
                                         scope_note, with_effects)
+from replicate.reportkit.sections import distinct
 
 # Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press
 # & Wolf's cells at their own settings (converged small PTB LSTMs on the same engine), and say so.
@@ -29,12 +30,9 @@ def _inan_sizes(r, sizes: list[str], models: tuple[str, ...]) -> dict:
     return out
 
 
-def _inan_part(r, size: str, dataset: str = "ptb") -> pd.DataFrame | None:
-    t = r.inan_table1
-    if t is None:
-        return None
-    t = t[t["dataset"] == dataset] if "dataset" in t.columns else t
-    return t[t["size"] == size]
+def _inan_part(r, size: str) -> pd.DataFrame | None:
+    t = r.frames.get("inan_table1")
+    return None if t is None else t[(t["dataset"] == "ptb") & (t["size"] == size)]
 
 
 def _inan_diff(r, size: str, before: str, after: str, splits=("valid",)) -> list:
@@ -77,10 +75,10 @@ REAL_TIE_PPL = 1.0
 
 
 def inan_real_best(r) -> Verdict:
-    t = r.inan_table1
+    t = r.frames.get("inan_table1")
     if t is None:
         return not_run("Inan Table 1 not produced")
-    t = t[t["dataset"] == "ptb"] if "dataset" in t.columns else t
+    t = t[t["dataset"] == "ptb"]
     parts, ok, sizes, effects = [], True, [], []
     for size in dict.fromkeys(t["size"]):
         part = t[t["size"] == size].dropna(subset=["valid_ppl"])
@@ -101,7 +99,7 @@ def inan_real_best(r) -> Verdict:
 
 
 def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     if f is None or "panel" not in f.columns:
         return []
     part = f[f["panel"] == panel].dropna(subset=["distance"])
@@ -110,16 +108,14 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
 
 def _figure1_reading(r) -> tuple[str, str]:
     """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
-    f = r.inan_figure1
-    reading = ", ".join(dict.fromkeys(f["reading"].astype(str))) if "reading" in f.columns else "not recorded"
-    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
-              else "principal-angle subspace distance (the table names no metric)")
-    return reading, metric
+    f = r.frames.get("inan_figure1")
+    metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
+    return ", ".join(distinct(f, "reading")) or "not recorded", metric
 
 
 def _readings_reproduce(r) -> str:
     """'k of n readings have the paper's shape', from the readings table ('' without one)."""
-    readings = r.raw.get("inan_subspace_readings") if hasattr(r, "raw") else None
+    readings = r.raw.get("inan_subspace_readings")
     if readings is None or readings.empty:
         return ""
     shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
@@ -135,24 +131,15 @@ def _figure1_basis(r) -> str:
 
 
 def reading_has_shape(row: pd.Series) -> bool:
-    """A readings-table row has Figure 1's shape: rapid in beta and lower at larger tau. The row's own flags
-    (``rapid_in_beta``, ``lower_at_larger_tau``, written by replicate/inan/readings.py) when it has them;
-    else computed from its beta columns (beta_shape) and its tau columns at beta = 1 (an older table)."""
-    if {"rapid_in_beta", "lower_at_larger_tau"} <= set(row.index):
-        return str(row["rapid_in_beta"]).lower() == "true" and str(row["lower_at_larger_tau"]).lower() == "true"
-    betas = sorted((float(c[4:]), row[c]) for c in row.index
-                   if c.startswith("beta") and c[4:].replace(".", "").isdigit() and pd.notna(row[c]))
-    taus = sorted((float(c[3:].split("_")[0]), row[c]) for c in row.index
-                  if c.startswith("tau") and c.endswith("_beta1") and pd.notna(row[c]))
-    if len(betas) < 3 or len(taus) < 2:
-        return False
-    return bool(beta_shape(betas)["rapid"] and tau_effect(taus)["lower_at_larger_tau"])
+    """A readings-table row has Figure 1's shape: its flags (replicate/inan/report.py) say rapid in beta and
+    lower at larger tau."""
+    return all(str(row.get(flag)).lower() == "true" for flag in ("rapid_in_beta", "lower_at_larger_tau"))
 
 
 def _figure1_level(r) -> E.Effect | None:
     """The distance at beta = 1 (panel a): ours beside the paper's approximate value, with the 95 % t interval
     of the mean from the point's own seeds (distance_std, n_seeds; n − 1 dof) where it has two or more."""
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     a = f[(f["panel"] == "a") & (f["beta"] == f["beta"].max())] if f is not None and "panel" in f.columns else None
     if a is None or a.empty:
         return None
@@ -197,7 +184,7 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
     v = checked(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
                                            f"(β = 1); {_figure1_basis(r)}")
-    f = r.inan_figure1
+    f = r.frames.get("inan_figure1")
     b = f[f["panel"] == "b"].sort_values("tau")
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
@@ -221,7 +208,8 @@ def inan_distance_level(r) -> Verdict:
     level = _figure1_level(r)
     if level is None or level.paper is None:
         return not_run("Figure 1a has no point at the largest β with the paper's value beside it")
-    return with_effects(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {r.inan_figure1['beta'].max():g} against the "
+    beta = r.frames["inan_figure1"]["beta"].max()
+    return with_effects(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {beta:g} against the "
                                 f"paper's about {level.paper:g}; {_figure1_basis(r)}"), level)
 
 

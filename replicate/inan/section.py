@@ -8,14 +8,15 @@ from replicate.inan.shape import RAPID_FACTOR
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
 from replicate.reportkit.brief import Paper, answer
-from replicate.reportkit.sections import (Context, config_diff, first, listed, missing, ours_paper, protocols_line,
+from replicate.reportkit.sections import (Context, config_diff, distinct, listed, missing, ours_paper, protocols_line,
                                           rel_cols, section_figures)
 from replicate.reportkit.sources import Results, read_table
 
 
 def _not_run(res) -> str:
     """The Table 1 sizes the results lack."""
-    ran = set(res.inan_table1["size"].astype(str)) if res.inan_table1 is not None else set()
+    t = res.frames.get("inan_table1")
+    ran = set(t["size"].astype(str)) if t is not None else set()
     lacking = " and ".join(f"Table 1 {s}" for s in INAN_SIZES if s not in ran)
     return lacking + " (the `paper` preset, a GPU)" if ran != set(INAN_SIZES) else ""
 
@@ -29,13 +30,13 @@ FIGURES = ([], ["inan"])  # explicit stems, then prefixes
 def read(res: Results) -> None:
     """Table 1, the ablation, the screen, section 6.2's points (for the claims with ``distance``, the mean over
     seeds) and its readings."""
-    res.inan_table1 = read_table(res, "inan_table1", P.INAN_TABLE1, ["dataset", "size", "model", "valid_ppl", "test_ppl",
-                                                                    "protocol"])
+    res.frames["inan_table1"] = read_table(res, "inan_table1", P.INAN_TABLE1,
+                                           ["dataset", "size", "model", "valid_ppl", "test_ppl", "protocol"])
     read_table(res, "inan_ablation", P.INAN_ABLATION, ["tau", "alpha", "valid_ppl", "protocol"])
     read_table(res, "inan_screen", P.INAN_SCREEN, ["model", "tag", "schedule", "valid_ppl", "gain_over_vd", "protocol"])
     frame = read_table(res, "inan_figure1", P.INAN_FIGURE1, ["panel", "tau", "beta", "distance_mean", "protocol"])
     if frame is not None:
-        res.inan_figure1 = frame.assign(distance=frame["distance_mean"])
+        res.frames["inan_figure1"] = frame.assign(distance=frame["distance_mean"])
     read_table(res, "inan_figure1_runs", P.INAN_FIGURE1_RUNS, ["panel", "tau", "beta", "distance", "protocol"])
     read_table(res, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 
@@ -59,7 +60,7 @@ def _inan_table1(ctx: Context) -> str:
                                                       else ""),
                     source=ctx.source("inan_table1"))
     return B.join([table,
-                   listed(t, first(t, "paper_source", "source") or "paper_source", "Paper numbers")])
+                   listed(t, "paper_source", "Paper numbers")])
 
 
 PER_RUN_PPL = ("The per-run train and valid perplexities in the CSV are left out: for any β > 0 the augmented term, "
@@ -84,8 +85,8 @@ def _inan_figure1(ctx: Context, key: str) -> str:
     runs = key.endswith("_runs")
     cols = beside_ours([c for c in f.columns if c not in ("paper_source", "metric")
                         and not (runs and c.endswith("_ppl"))])
-    metric = (", ".join(dict.fromkeys(f["metric"].dropna().astype(str))) if "metric" in f.columns
-              else "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
+    metric = (", ".join(distinct(f, "metric"))
+              or "normalised subspace distance from principal angles; 1 = orthogonal, 0 = same space")
     what = "one row per run (seed)" if runs else "mean over seeds per point"
     return B.join([B.table(f, cols, digits={c: 3 for c in f.columns if "distance" in c or c == "diff_vs_paper"},
                            caption=f"Figure 1 data, {what}. Metric: {metric}.", source=ctx.source(key)),
@@ -101,7 +102,7 @@ READING_DETAIL = ("fall_0_to_1", "first_step_share", "distance_beta1", "tau_effe
 def _inan_readings(ctx: Context) -> str:
     f = ctx.results.raw["inan_subspace_readings"].copy()
     f["shape"] = [reading_has_shape(row) for _, row in f.iterrows()]
-    cols = {c: B.humanise(c) for c in f.columns if c not in READING_DETAIL and c != "shape"}
+    cols = {c: labels.column(c) for c in f.columns if c not in READING_DETAIL and c != "shape"}
     cols["shape"] = "Figure 1's shape"
     return B.table(f, cols, keep=("reading", "shape"),
                    digits={c: 3 for c in f.columns if c.startswith(("beta", "tau", "paper_distance", "angle"))},
@@ -139,9 +140,8 @@ def section(ctx: Context) -> str:
                                 "minus this run's, after the last epoch and at each run's best epoch. For +AL / +REAL "
                                 "runs, the soft target y~ they trained with: its entropy / log |V| (1 = uniform) and "
                                 "the target word's mass per valid target token, and the AL term's share of the "
-                                "objective. On a "
-                                "short budget (the protocol above), these rank settings; they are not Table 1 "
-                                "numbers.", source=ctx.source("inan_screen"))]
+                                "objective. On a short budget (the protocol above), these rank settings; they are "
+                                "not Table 1 numbers.", source=ctx.source("inan_screen"))]
     out.append("### Section 6.2: subspace distance between input and output embeddings")
     fig1 = sorted(k for k in res.raw if k.startswith("inan_figure1"))
     out += [_inan_figure1(ctx, k) for k in fig1] or [missing("Inan et al. Figure 1 data")]

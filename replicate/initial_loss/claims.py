@@ -32,17 +32,15 @@ def tolerance_nats(reference_kind: str, reference: float, tol: dict) -> float:
 
 
 def _il(r, **where) -> pd.DataFrame | None:
-    s = r.initial_loss
+    """The sweep's points without a mixer that match ``where``, on uniform tokens where the sweep has them."""
+    s = r.frames.get("initial_loss")
     if s is None:
         return None
-    if "token_dist" in s.columns and (s["token_dist"] == "uniform").any():
+    if (s["token_dist"] == "uniform").any():
         s = s[s["token_dist"] == "uniform"]
     for k, v in where.items():
-        if k not in s.columns:
-            return None
         s = s[s[k] == v]
-    if "mixer" in s.columns:
-        s = s[s["mixer"].fillna("none") == "none"]
+    s = s[s["mixer"].fillna("none") == "none"]
     return s if len(s) else None
 
 
@@ -74,7 +72,7 @@ def il_rescale_gives_log_n(r, tol) -> Verdict:
 
 def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
     s = _il(r, branches="normal", rescale=False)
-    if s is None or "std" not in s.columns:
+    if s is None:
         return not_run("no standard-init (non-zero branches) points in the initial-loss sweep")
     s = s[s["std"].astype(str) == "0.02"]
     if s.empty or set(s["tied"]) != {True, False}:
@@ -88,7 +86,7 @@ def il_standard_init_slightly_above_log_n(r, tol) -> Verdict:
 
 
 def scale_embedding_share_shrinks(r) -> Verdict:
-    f = r.families
+    f = r.frames.get("families")
     if f is None or len(f) < 3:
         return not_run("model-family table not produced (needs at least 3 models)")
     rho = f["total_params"].astype(float).corr(f["embedding_share"].astype(float), method="spearman")

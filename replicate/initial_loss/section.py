@@ -31,10 +31,10 @@ def read(res: Results) -> None:
     if frame is not None:
         for col in ("tied", "rescale"):
             frame[col] = frame[col].astype(str).str.lower().map({"true": True, "false": False})
-        res.initial_loss = frame
+        res.frames["initial_loss"] = frame
     read_table(res, "initial_loss_theory", P.IL_THEORY, [])
-    res.families = read_table(res, "model_families", P.IL_FAMILIES, ["model", "vocab_size", "d_model", "n_layers", "tied",
-                                                                     "total_params", "embedding_share", "source"])
+    res.frames["families"] = read_table(res, "model_families", P.IL_FAMILIES, ["model", "vocab_size", "d_model",
+                                        "n_layers", "tied", "total_params", "embedding_share", "source"])
     if (res.root / P.IL_MEMORY).is_file():
         res.throughput.append({"path": relative(res.root, res.root / P.IL_MEMORY),
                                "data": json.loads((res.root / P.IL_MEMORY).read_text())})
@@ -122,7 +122,7 @@ def section(ctx: Context) -> str:
     if f is None:
         out.append(missing("Model-family table"))
     else:
-        cols = {c: B.humanise(c) for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied",
+        cols = {c: labels.column(c) for c in ["family", "model", "vocab_size", "d_model", "n_layers", "tied",
                                            "total_params", "embedding_params", "embedding_share"]}
         cols |= {"pp_tied_grad_mib_bf16": "PP tied-grad (MiB)", "source": "source"}
         out.append(B.table(f, cols, keep=("model",), share=("embedding_share",), source=ctx.source("model_families"),

@@ -14,7 +14,7 @@ PW_NOISE = ["press_wolf"]
 def _pairs_lower_eval(r, table: str, pairs, missing: str) -> Verdict:
     """Holds when, for every (before, after) pair of rows of ``r.<table>`` present, after has lower valid and
     test ppl."""
-    frame = getattr(r, table)
+    frame = r.frames.get(table)
     found = [(u, t, rows_of(frame, "model", [u, t], ["valid_ppl", "test_ppl"])) for u, t in pairs]
     found = [(u, t, rows) for u, t, rows in found if rows is not None]
     if not found:
@@ -31,31 +31,33 @@ def _pairs_lower_eval(r, table: str, pairs, missing: str) -> Verdict:
 
 
 def pw_large_regulariser_signature(r) -> Verdict:
-    rows = rows_of(r.pw_table5, "model", ["large", "large_wt"], ["train_ppl", "valid_ppl"])
+    t5 = r.frames.get("pw_table5")
+    rows = rows_of(t5, "model", ["large", "large_wt"], ["train_ppl", "valid_ppl"])
     if rows is None:
         return not_run("Table 5 rows large and large + WT not both present")
     a, b = rows["large"], rows["large_wt"]
     ok = b["train_ppl"] > a["train_ppl"] and b["valid_ppl"] < a["valid_ppl"]
     return with_effects(checked(ok, f"train {f2(a['train_ppl'])} → {f2(b['train_ppl'])}, "
                               f"valid {f2(a['valid_ppl'])} → {f2(b['valid_ppl'])} (large → large + WT)"),
-                 pair_effect(r, r.pw_table5, "large", "large_wt", "train ppl, large + WT − large", PW_NOISE, "train_ppl", -1),
-                 pair_effect(r, r.pw_table5, "large", "large_wt", "valid ppl, large − large + WT", PW_NOISE))
+                 pair_effect(r, t5, "large", "large_wt", "train ppl, large + WT − large", PW_NOISE, "train_ppl", -1),
+                 pair_effect(r, t5, "large", "large_wt", "valid ppl, large − large + WT", PW_NOISE))
 
 
 def _train_change(r, after: str, lower: bool) -> Verdict:
     """Table 6, small → ``after``: the running train ppl falls (``lower``) or rises, as the claim says."""
-    rows, name = rows_of(r.pw_table6, "model", ["small", after], ["train_ppl"]), labels.cell(after)
+    t6, name = r.frames.get("pw_table6"), labels.cell(after)
+    rows = rows_of(t6, "model", ["small", after], ["train_ppl"])
     if rows is None:
         return not_run(f"Table 6 rows small and {name} not both present")
     a, b = rows["small"]["train_ppl"], rows[after]["train_ppl"]
     return with_effects(checked(b < a if lower else b > a, f"train {f2(a)} → {f2(b)} (small → {name}, no dropout)"),
-                 pair_effect(r, r.pw_table6, "small", after, f"train ppl, {'small − ' + name if lower else name + ' − small'}",
+                 pair_effect(r, t6, "small", after, f"train ppl, {'small − ' + name if lower else name + ' − small'}",
                        PW_NOISE, "train_ppl", 1 if lower else -1))
 
 
 def pw_wt_pr_best_small(r) -> Verdict:
-    names = ["small", "small_wt", "small_pr", "small_wt_pr"]
-    rows = rows_of(r.pw_table6, "model", names, ["valid_ppl", "test_ppl"])
+    names, t6 = ["small", "small_wt", "small_pr", "small_wt_pr"], r.frames.get("pw_table6")
+    rows = rows_of(t6, "model", names, ["valid_ppl", "test_ppl"])
     if rows is None:
         return not_run("not all four Table 6 rows present")
     best_v = min(names, key=lambda n: rows[n]["valid_ppl"])
@@ -64,7 +66,7 @@ def pw_wt_pr_best_small(r) -> Verdict:
     runner_up = min(names[:3], key=lambda n: rows[n]["valid_ppl"])
     return with_effects(checked(ok, f"lowest valid: {labels.cell(best_v)} ({f2(rows[best_v]['valid_ppl'])}); "
                               f"lowest test: {labels.cell(best_t)} ({f2(rows[best_t]['test_ppl'])})"),
-                 *split_effects(r, r.pw_table6, runner_up, "small_wt_pr",
+                 *split_effects(r, t6, runner_up, "small_wt_pr",
                         f"{labels.cell(runner_up)} (best other) − small + WT + PR", PW_NOISE))
 
 

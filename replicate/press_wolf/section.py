@@ -17,8 +17,15 @@ from replicate.reportkit.sources import Results, read_table
 PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
               bar=0.03, headline=(("pw_small_tying", "Tying's gain, small model, valid ppl"),),
               baselines=("Zaremba et al. 2014", "1409.2329"),
-              not_run=lambda res: "Table 5 (large models, the `paper` preset)" if res.pw_table5 is None else "")
+              not_run=lambda res: "Table 5 (large models, the `paper` preset)"
+              if res.frames.get("pw_table5") is None else "")
+SPLITS = ("train", "valid", "test")
 FIGURES = (["report_press_wolf_learning_curves"], ["press_wolf"])  # explicit stems, then prefixes
+CAPTIONS = {  # the report draws this figure itself: no workflow/report/*.rst
+    "report_press_wolf_learning_curves":
+        "Learning curves: train perplexity (running, as the reference code reports it) and valid perplexity "
+        "per epoch, tied vs untied output, with and without projection regularisation (log scale).",
+}
 
 
 def read(res: Results) -> None:
@@ -29,12 +36,10 @@ def read(res: Results) -> None:
                                                             "test_ours", "train_paper", "valid_paper", "test_paper"])
         if frame is None:
             continue
-        canon = frame.rename(columns={"cell": "model", "train_ours": "train_ppl", "valid_ours": "valid_ppl",
-                                      "test_ours": "test_ppl", "train_paper": "paper_train_ppl",
-                                      "valid_paper": "paper_valid_ppl", "test_paper": "paper_test_ppl"})
-        canon = canon[["model", "train_ppl", "valid_ppl", "test_ppl", "paper_train_ppl", "paper_valid_ppl",
-                       "paper_test_ppl", "protocol"] + (["n_seeds"] if "n_seeds" in canon.columns else [])]
-        setattr(res, "pw_" + name, canon)
+        canon = frame.rename(columns={"cell": "model"} | {f"{s}_ours": f"{s}_ppl" for s in SPLITS}
+                             | {f"{s}_paper": f"paper_{s}_ppl" for s in SPLITS})
+        keep = ["model", *(f"{s}_ppl" for s in SPLITS), *(f"paper_{s}_ppl" for s in SPLITS), "protocol"]
+        res.frames["pw_" + name] = canon[keep + (["n_seeds"] if "n_seeds" in canon.columns else [])]
     res.speed = read_table(res, "press_wolf_speed", P.PW_SPEED_TABLE,
                            ["cell", "clock", "threads", "idle", "ours_tok_s", "plain_tok_s", "ratio"])
 
@@ -118,5 +123,5 @@ def section(ctx: Context) -> str:
         out.append(f"### Press & Wolf {title}")
         out.append(_pw_table(ctx, key) if key in res.raw else missing(f"Press & Wolf {title}"))
     out += [_pw_variants(ctx), config_diff(ctx, "press_wolf"), "### Learning curves",
-            section_figures(ctx, "Learning curves", *FIGURES)]
+            section_figures(ctx, "Learning curves", *FIGURES, CAPTIONS)]
     return B.join(out)

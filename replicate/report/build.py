@@ -1,20 +1,8 @@
-"""Assemble results/report/report.md and results/report/index.html from the result files.
+"""The template (paper/report_template.md) filled -> report.md, rendered -> index.html.
 
-The narrative lives in a Markdown template (paper/report_template.md) in our own words, with
-directives the builder fills in:
-
-- a line ``{{name}}`` alone inserts a generated block: ``summary`` (the claims table), ``press_wolf``,
-  ``inan``, ``initial_loss``, ``scale``, ``other_figures``, ``compute``, ``provenance``;
-- inline ``{{verdict:<claim id>}}`` becomes the verdict of that claim (bold);
-- anything else left as ``{{`` in the filled report is an error, never printed.
-
-The plain answer per paper (``summary.glance``) and the table of contents go right after the title; a
-smoke or mixed-protocol report opens with a banner (``summary.banner``), its title says so (a smoke run's
-calls itself one, not a replication report: ``summary.heading``), and its verdicts carry no colour.
-
-The filled template is report.md; index.html is that Markdown rendered (``replicate.report.render``).
-Every generated number is read from a result file; a missing result is shown as
-"not run in this protocol", never as a number.
+A line ``{{name}}`` alone inserts a generated block (``builders``); inline ``{{verdict:<claim id>}}`` that claim's
+verdict; anything else left as ``{{`` is an error, never printed. The plain answer per paper and the table of
+contents follow the title; a smoke or mixed-protocol report opens with a banner and shows no verdict colours.
 """
 
 from __future__ import annotations
@@ -28,9 +16,9 @@ from replicate.errors import ReplicateError
 from replicate.report import experiments
 from replicate.report.compute import section_compute, section_provenance
 from replicate.report.render import headings, to_html
-from replicate.report.summary import banner, claims_frame, glance, heading, plain, protocols, section_summary
+from replicate.report.summary import banner, claims_frame, glance, heading, plain, section_summary
 from replicate.reportkit import blocks as B
-from replicate.reportkit.sections import Context, other_figures
+from replicate.reportkit.sections import Context, other_figures, protocols
 
 CLAIMS_CSV = "claims.csv"  # beside report.md: one row per claim with its verdict (the README's block reads it)
 

@@ -1,8 +1,4 @@
-"""``python -m replicate report {build,learning-curves}``: the report rules' commands.
-
-- build:           results/report/report.md + index.html from the result files and the template
-- learning-curves: the Press & Wolf learning-curve figure (PNG + SVG) from the runs' history.csv
-"""
+"""``python -m replicate report {build,learning-curves}``: the report rules' commands."""
 
 from __future__ import annotations
 

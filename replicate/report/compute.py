@@ -1,10 +1,5 @@
-"""The report's Compute and Provenance sections: one visible line of totals each, the per-job and
-per-run detail collapsed in ``<details>`` blocks.
-
-Compute reads the Snakemake ``benchmark:`` files (``sources.load_benchmarks``); provenance reads the
-blocks every result carries (``sources.load_provenance``). A column empty on every row is left out;
-runs from an uncommitted tree are flagged; experiments whose runs come from several commits say so.
-"""
+"""The report's Compute (Snakemake benchmark files) and Provenance (every result's provenance block)
+sections: one visible line of totals each, the per-job and per-run detail collapsed."""
 
 from __future__ import annotations
 
@@ -27,13 +22,11 @@ def _device_of(p: dict) -> str:
     dev = p.get("device") or {}
     name = dev.get("device") or NOT_RECORDED
     if dev.get("gpu"):
-        name = f"{name} ({dev['gpu']})"
-    elif str(name).startswith("cpu") or name == NOT_RECORDED:
-        bits = [f"{dev['torch_threads']} torch threads" if dev.get("torch_threads") else "",
-                f"{dev['cpu_count']} CPUs" if dev.get("cpu_count") else ""]
-        bits = [b for b in bits if b]
-        if bits:
-            name = f"{name} ({', '.join(bits)})"
+        return f"{name} ({dev['gpu']})"
+    bits = [f"{dev[key]} {what}" for key, what in (("torch_threads", "torch threads"), ("cpu_count", "CPUs"))
+            if dev.get(key)]
+    if bits and (str(name).startswith("cpu") or name == NOT_RECORDED):
+        return f"{name} ({', '.join(bits)})"
     return name
 
 

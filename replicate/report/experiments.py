@@ -1,7 +1,5 @@
-"""The experiments the report shows, in its order: each one's claims (``replicate/<name>/claims.py``: ``CLAIMS``,
-and ``RESTS_ON``, the runs they rest on) and its section (``replicate/<name>/section.py``: ``read(res)``, the
-result files it reads, and ``section(ctx)``, filling the template's ``{{<name>}}``). The experiments build on
-the kit (``replicate.reportkit``); the report sits above both."""
+"""The experiments the report shows, in its order: each one's claims (``replicate/<name>/claims.py``: ``CLAIMS``
+and ``RESTS_ON``, the runs they rest on) and section (``section.py``: ``read(res)`` and ``section(ctx)``)."""
 
 from __future__ import annotations
 
@@ -21,10 +19,9 @@ from replicate.scale import section as scale_section
 
 SECTIONS = {"press_wolf": press_wolf_section, "inan": inan_section, "initial_loss": initial_loss_section,
             "scale": scale_section}
-CLAIMS = [claim for module in (press_wolf_claims, inan_claims, initial_loss_claims, scale_claims)
-          for claim in module.CLAIMS]
-RESTS_ON = {pattern: ids for module in (press_wolf_claims, inan_claims, initial_loss_claims, scale_claims)
-            for pattern, ids in module.RESTS_ON.items()}
+CLAIM_MODULES = (press_wolf_claims, inan_claims, initial_loss_claims, scale_claims)
+CLAIMS = [claim for module in CLAIM_MODULES for claim in module.CLAIMS]
+RESTS_ON = {pattern: ids for module in CLAIM_MODULES for pattern, ids in module.RESTS_ON.items()}
 
 
 def load(root: str | Path = "results") -> Results:

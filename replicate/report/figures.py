@@ -1,10 +1,5 @@
-"""Figures the report draws itself (those no experiment rule writes), in the shared style.
-
-- ``report_press_wolf_learning_curves``: train and valid perplexity per epoch for every Press & Wolf
-  run at its cell's paper settings (history.csv; the variants are left out), tied vs untied, with and
-  without PR, and Press & Wolf's final valid perplexity of each cell marked at the last epoch (from
-  paper/reference/press_wolf_table6.csv, labelled as the paper's).
-"""
+"""The figure the report draws itself: Press & Wolf's learning curves (train and valid perplexity per epoch
+of every run at its cell's paper settings, the paper's final valid perplexity marked)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""report.md -> one self-contained HTML page (markdown-it-py, CommonMark + tables).
+"""report.md -> one self-contained HTML page (markdown-it-py): figures embedded, CSS inline, no JavaScript.
 
-Figures linked from the Markdown are embedded as base64 PNG; the CSS is inline; there is no
-JavaScript and nothing is loaded from the network. Every table sits in a wrapper that scrolls sideways
-itself, so that the page does not at phone width; each figure links to its full-size file and, at phone
-width, keeps 3/4 of its drawn size (its text legible) and scrolls sideways on its own. Headings get
-GitHub-style ids (so the Markdown's table of contents works in both); table cells carry their column's
-header (``data-label``: the verdict table reads as cards at phone width), cells holding a verdict a class
-(its colour; none in a smoke or mixed-protocol report), and cells holding a word too long to fit a column
-(a URL, a path) one that lets it break anywhere.
+Headings get GitHub-style ids (the table of contents works in both); table cells carry their header
+(``data-label``: the verdict table reads as cards at phone width) and a class for a verdict's colour or a long word.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""The report's first screen, its verdict table, and the answer each paper section opens with.
-
-- ``banner``: a smoke or mixed-protocol report says so before anything else (and shows no verdict colours);
-- ``glance``: the plain answer per paper, above the table of contents (every number from the result tables);
-- ``summary``: one row per claim with its one verdict (rule: ``replicate.reportkit.effects``), why it is not a
-  plain "reproduced", our effect with its 95 % interval beside the paper's, the seeds and dof behind the
-  interval (and whether it is borrowed), then the seed-noise pools and the evidence;
-- ``answer``: one or two sentences opening a paper's section: what reproduces and what does not, by how much.
-"""
+"""The report's first screen (``banner``, ``glance``: the plain answer per paper) and its verdict table
+(``section_summary``: one row per claim, our effect and its interval beside the paper's, the noise pools)."""
 
 from __future__ import annotations
 
@@ -20,6 +13,7 @@ from replicate.reportkit import claims as C
 from replicate.reportkit import effects as E
 from replicate.reportkit.brief import table_line
 from replicate.reportkit.format import NOT_RUN, fmt_hours, fmt_percent
+from replicate.reportkit.sections import protocols
 
 DIRTY = "uncommitted tree"      # the mark of a verdict resting on runs made from a tree with uncommitted changes
 
@@ -29,13 +23,6 @@ def arxiv(name: str, ident: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ the banner
-def protocols(res) -> list[str]:
-    """Every protocol label (smoke, reduced, full; a table's detail in brackets dropped) the result tables carry."""
-    found = [str(p).split(" (")[0] for f in res.raw.values() if "protocol" in f.columns
-             for p in f["protocol"].dropna().unique()]
-    return list(dict.fromkeys(found))
-
-
 def plain(res) -> bool:
     """Whether verdicts may be shown as results: one protocol, and not the smoke preset's."""
     labels = protocols(res)

@@ -1,8 +1,4 @@
-"""Markdown blocks of the report: tables from data frames, figures, notices, bullets, details.
-
-A table shows the values common to all its rows once, above it, and links the full result file
-under it. Each cell is formatted by ``replicate.reportkit.format``; an empty cell says why it is empty.
-"""
+"""Markdown blocks of the report: tables from data frames, figures, notices, bullets, details."""
 
 from __future__ import annotations
 
@@ -86,26 +82,19 @@ def common_columns(frame: pd.DataFrame, columns: Sequence[str], keep: Sequence[s
     return [c for c in columns if c not in keep and same(c)]
 
 
-def humanise(col: str) -> str:
-    """A column name as a header: its readable label (labels.py), words not underscores (headers wrap)."""
-    return labels.column(col)
-
-
-SECTION_LEVEL = ("protocol",)  # stated once per section (sections._protocols), not in a column
+SECTION_LEVEL = ("protocol",)  # stated once per section (sections.protocols_line), not in a column
 
 
 def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = None, *, keep: Sequence[str] = (),
           partial: Sequence[str] = (), digits: dict[str, int] | None = None, percent: Sequence[str] = (),
           share: Sequence[str] = (), markdown: Sequence[str] = (), caption: str = "",
           source: Link | None = None, drop: Sequence[str] = SECTION_LEVEL) -> str:
-    """A Markdown table of ``frame``. ``columns`` maps frame columns to headers, in order (columns the
-    frame lacks are skipped; a list or None: those or all columns, headers by ``humanise``). Values
-    common to all rows (``common_columns``; never those in ``keep``) are stated once above it;
-    ``percent`` columns hold fractions shown as signed %, ``share`` columns as plain %; ``markdown``
-    columns hold text already formatted (e.g. bold = flagged); ``drop`` columns are never shown (the
-    protocol: each section states its own once); ``source``, the full result file, is linked under it."""
+    """A Markdown table of ``frame``: ``columns`` maps frame columns to headers, in order (a list or None:
+    those or all, headers by their labels). Values common to all rows (but ``keep``) are stated once above it;
+    ``percent`` columns show fractions as signed %, ``share`` as plain %; ``markdown`` columns are formatted
+    already; ``drop`` columns are never shown; ``source``, the full result file, is linked under it."""
     if not isinstance(columns, dict):
-        columns = {c: humanise(c) for c in (frame.columns if columns is None else columns)}
+        columns = {c: labels.column(c) for c in (frame.columns if columns is None else columns)}
     columns = {k: v for k, v in columns.items()
                if k in frame.columns and k not in drop and not frame[k].isna().all()}  # an empty column says nothing
     digits = dict(digits or {})
@@ -166,7 +155,8 @@ def bullets(items: Sequence[str]) -> str:
 
 def details(summary: str, body: str) -> str:
     """A collapsed block of preformatted text (e.g. a run's JSON config)."""
-    return details_md(summary, f"{'~~~~' if '```' in body else '```'}\n{body}\n{'~~~~' if '```' in body else '```'}")
+    fence = "~~~~" if "```" in body else "```"
+    return details_md(summary, f"{fence}\n{body}\n{fence}")
 
 
 def details_md(summary: str, body: str) -> str:

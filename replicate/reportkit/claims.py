@@ -1,17 +1,7 @@
-"""The claims kit: a claim, its verdict, and the helpers the experiments' checks share.
+"""A claim, its verdict, and the helpers the experiments' checks (``replicate/<experiment>/claims.py``) share.
 
-Each experiment states its claims in ``replicate/<experiment>/claims.py`` (``CLAIMS``, and ``RESTS_ON``: the
-runs they rest on); ``replicate.report.experiments`` gathers them. A check reads the frames of
-``replicate.reportkit.sources.Results`` (``None`` when the pipeline did not produce a table in this protocol) and
-returns a ``Verdict``: the claim's own check (``status``: ``holds`` / ``does not hold`` from our numbers, or
-``not run in this protocol`` when a table or a row it needs is missing) and the ``effects`` it is about
-(``replicate.reportkit.effects``: the paper's size beside ours, with the seeds behind ours and a seed-noise
-allowance from ``replicate.reportkit.noise``). The one verdict the report shows, ``Verdict.verdict``, follows
-from both by the fixed rule of effects.py. A level (a value to reach: section 6.2's distance at β = 1) is a
-claim of its own, judged against the paper's value; a shape claim (falls, rapidly) is judged on its shape
-alone, so that one miss is not counted twice.
-The frames each check reads: docs/report.md, "The claims' input".
-"""
+A check reads ``Results`` and returns a ``Verdict``: its own ``status`` and the ``effects`` it is about; the one
+verdict shown follows from both by the rule of effects.py. The frames each check reads: docs/report.md."""
 
 from __future__ import annotations
 
@@ -44,8 +34,7 @@ class Verdict:
 
     @property
     def why(self) -> str:
-        """Why the verdict is not a plain 'reproduced' or 'holds', and what part of the claim was run (may be
-        empty)."""
+        """Why the verdict is not a plain 'reproduced' or 'holds', and what part of the claim was run."""
         return "; ".join(p for p in (E.judge(self.status, self.effects)[1], self.scope) if p)
 
 

@@ -1,12 +1,6 @@
-"""One verdict per claim, by one fixed rule over the claim's own check and its effects (``judge``; ``RULE``
-is the rule as the report prints it). An ``Effect`` is one number a claim is about (for example "valid ppl,
-small − small+WT"), signed so that a positive value points the way the claim says, the paper's beside ours,
-with the seed-noise allowance on ours (``replicate.reportkit.noise``: the half-width of a 95 % t interval).
-
-A replication asks two questions of each effect: (a) does it point the claimed way outside our noise (our
-interval excludes 0), and (b) is the paper's value inside our interval. The answers give one verdict
-(docs/report.md, "The verdict rule"); a level (a value to reach, such as a distance) asks only (b).
-"""
+"""One verdict per claim by one fixed rule (``judge``; ``RULE`` as the report prints it) over its own check
+and its ``Effect``s: numbers signed so that positive is the claimed way, the paper's beside ours, with our
+seed-noise allowance (docs/report.md, "The verdict rule")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Seed noise measured from the repeated runs a results folder holds, one pool per protocol.
-
-A run is a ``metrics.json`` under ``press_wolf/<cell>/seed<k>/`` or ``inan/table1/<data set>/<row>[/seed<k>]/``.
-Runs of the same cell id (overrides included) form a group, a repeat when it has two or more seeds; runs at
-other settings (another protocol: ``press_wolf@epochs=2``) never lend their noise. The pooled relative seed
-sd per split and the 95 % t allowance on a difference: docs/report.md, "The seed-noise allowance". Each
-run's cost is read from its Snakemake benchmark file.
-"""
+"""Seed noise from the repeated runs (same cell id, overrides included, two or more seeds), one pool per
+protocol (``press_wolf@epochs=2`` never lends its noise to ``press_wolf``): docs/report.md, "The seed-noise
+allowance"."""
 
 from __future__ import annotations
 
@@ -71,12 +66,6 @@ class Pool:
         return f"{varied} {words}" if over else plain
 
 
-def protocol_of(experiment: str, cell: str) -> str:
-    """``press_wolf`` / ``press_wolf@epochs=2``: the experiment and the cell's overrides."""
-    _, at, over = cell.partition("@")
-    return f"{experiment}{at}{over}"
-
-
 def _benchmark(root: Path, run_dir: Path) -> tuple[float, float] | None:
     path = root / "benchmarks" / run_dir.relative_to(root).with_suffix(".tsv")
     if not path.is_file():
@@ -103,7 +92,9 @@ def scan(root: str | Path) -> dict[str, Pool]:
         seed = int(seed_dir.group(1)) if seed_dir else (m.get("settings") or {}).get("seed", 1)
         experiment = "press_wolf" if path.relative_to(root).parts[0] == "press_wolf" else "inan_table1"
         cell = cell_dir.name if experiment == "press_wolf" else f"{cell_dir.parent.name}/{cell_dir.name}"
-        pool = pools.setdefault(protocol_of(experiment, cell), Pool(protocol_of(experiment, cell)))
+        _, at, over = cell.partition("@")
+        protocol = f"{experiment}{at}{over}"  # press_wolf, or press_wolf@epochs=2
+        pool = pools.setdefault(protocol, Pool(protocol))
         pool.groups.setdefault(cell, {})[int(seed)] = {k: m.get(k) for k in METRICS}
         cost = _benchmark(root, run_dir)
         if cost is not None:

@@ -1,10 +1,5 @@
-"""The kit of the report's sections: the context every section reads, and the pieces they share (figures,
-the protocol line, the configuration's changes, ours beside the paper's, a result not run).
-
-Each experiment's section is ``section(ctx)`` in ``replicate/<experiment>/section.py``. Every number comes from
-a result file (``replicate.reportkit.sources``); a result the configuration did not produce reads "not run in this
-protocol". Tables show values common to all rows once above them and link the full result file under them.
-"""
+"""What the experiments' sections (``section(ctx)`` of ``replicate/<experiment>/section.py``) share: the
+context they read, figures, the protocol line, the configuration's changes, ours beside the paper's."""
 
 from __future__ import annotations
 
@@ -19,13 +14,6 @@ import pandas as pd
 from replicate.reportkit import blocks as B
 from replicate.reportkit.format import NOT_RUN
 from replicate.reportkit.sources import Results
-
-CAPTIONS = {
-    "report_press_wolf_learning_curves":
-        "Learning curves: train perplexity (running, as the reference code reports it) and valid perplexity "
-        "per epoch, tied vs untied output, with and without projection regularisation (log scale).",
-}  # the other figures' captions: workflow/report/*.rst
-
 
 @dataclass
 class Context:
@@ -50,9 +38,9 @@ def figure_stems(figures_dir: Path) -> list[str]:
     return sorted(p.stem for p in figures_dir.glob("*.png")) if figures_dir.is_dir() else []
 
 
-def caption(ctx: Context, stem: str) -> str:
-    """The figure's Snakemake-report caption (workflow/report/<stem>.rst or *_<stem>.rst, written by
-    the figure's owner) as plain text; else the report's own caption; else the humanised name."""
+def caption(ctx: Context, stem: str, own: dict[str, str]) -> str:
+    """The figure's Snakemake-report caption (workflow/report/<stem>.rst or *_<stem>.rst) as plain text; else
+    the section's own caption (``own``); else the humanised name."""
     if ctx.captions_dir is not None and ctx.captions_dir.is_dir():
         for path in [ctx.captions_dir / f"{stem}.rst", *sorted(ctx.captions_dir.glob(f"*_{stem}.rst"))]:
             if path.is_file():
@@ -60,38 +48,43 @@ def caption(ctx: Context, stem: str) -> str:
                 if "{{" in text or "{%" in text:  # a Jinja template for Snakemake's report only
                     continue
                 return re.sub(r"(``|\*\*|\*|`)([^`*]+)\1", r"\2", text)
-    if stem in CAPTIONS:
-        return CAPTIONS[stem]
-    return stem.replace("_", " ").capitalize() + "."
+    return own.get(stem) or stem.replace("_", " ").capitalize() + "."
 
 
 SMOKE_MARK = "SMOKE RUN (tiny settings, a pipeline check; says nothing about the papers): "
 
 
-def smoke(res: Results) -> bool:
-    """Whether any result table was made under the smoke preset."""
-    return any(f["protocol"].astype(str).str.startswith("smoke").any() for f in res.raw.values() if "protocol" in f)
+def distinct(frame: pd.DataFrame, col: str) -> list[str]:
+    """The values of a column, each once, in the order they first appear (none without the column)."""
+    return list(dict.fromkeys(frame[col].dropna().astype(str))) if col in frame.columns else []
 
 
-def figures(ctx: Context, stems: list[str]) -> list[str]:
+def protocols(res: Results) -> list[str]:
+    """Every protocol label (smoke, reduced, full; a table's detail in brackets dropped) the result tables carry."""
+    return list(dict.fromkeys(p.split(" (")[0] for f in res.raw.values() for p in distinct(f, "protocol")))
+
+
+def figures(ctx: Context, stems: list[str], own: dict[str, str] | None = None) -> list[str]:
     """The figures not shown yet, each with its caption; in a smoke run's report each caption opens with the
     smoke mark."""
-    out, mark = [], SMOKE_MARK if smoke(ctx.results) else ""
+    out, mark = [], SMOKE_MARK if "smoke" in protocols(ctx.results) else ""
     for stem in stems:
         if stem in ctx.used_figures:
             continue
         ctx.used_figures.add(stem)
-        out.append(B.figure(ctx.figures_dir / f"{stem}.png", mark + caption(ctx, stem), ctx.md_path.parent))
+        text = mark + caption(ctx, stem, own or {})
+        out.append(B.figure(ctx.figures_dir / f"{stem}.png", text, ctx.md_path.parent))
     return out
 
 
-def section_figures(ctx: Context, what: str, explicit: Sequence[str] = (), prefixes: Sequence[str] = ()) -> str:
+def section_figures(ctx: Context, what: str, explicit: Sequence[str] = (), prefixes: Sequence[str] = (),
+                    captions: dict[str, str] | None = None) -> str:
     """The figures of a section: ``explicit`` stems first, then those starting with one of ``prefixes`` (a figure
     goes to the first section that claims it; anything left over appears under "other_figures")."""
     stems = figure_stems(ctx.figures_dir)
     chosen = [s for s in explicit if s in stems]
     chosen += [s for s in stems if any(s.startswith(p) for p in prefixes) and s not in chosen]
-    return B.join(figures(ctx, chosen)) or missing(what)
+    return B.join(figures(ctx, chosen, captions)) or missing(what)
 
 
 def _joined(value):
@@ -127,10 +120,8 @@ def protocols_line(ctx: Context, parts: dict[str, str]) -> str:
     stated once here instead of in a column."""
     by: dict[str, list[str]] = {}
     for label, key in parts.items():
-        frame = ctx.results.raw.get(key)
-        if frame is not None and "protocol" in frame.columns:
-            for p in dict.fromkeys(frame["protocol"].dropna().astype(str)):
-                by.setdefault(p, []).append(label)
+        for p in distinct(ctx.results.raw.get(key, pd.DataFrame()), "protocol"):
+            by.setdefault(p, []).append(label)
     if not by:
         return ""
     if len(by) == 1:
@@ -167,9 +158,8 @@ def rel_cols(frame: pd.DataFrame) -> list[str]:
 def listed(frame: pd.DataFrame, col: str, label: str) -> str:
     """The distinct values of a long text column (e.g. where the paper's numbers come from) as one
     sentence, instead of a column that repeats them."""
-    if col not in frame.columns or frame[col].isna().all():
-        return ""
-    return f"{label}: " + "; ".join(B.escape(v) for v in dict.fromkeys(frame[col].dropna().astype(str))) + "."
+    values = distinct(frame, col)
+    return f"{label}: " + "; ".join(B.escape(v) for v in values) + "." if values else ""
 
 
 def other_figures(ctx: Context) -> str:

@@ -1,13 +1,6 @@
-"""Read the pipeline's result files into one ``Results`` object for the report.
-
-A result the pipeline did not produce in this protocol is ``None`` (the report then says "not run
-in this protocol"). A file that exists but lacks a column the report needs is an error naming the
-file and the column (formats drift; the report must not silently show less).
-
-Each experiment reads its own files (``read(res)`` of ``replicate/<experiment>/section.py``, with
-``read_table``): their paths are ``replicate.paths``'s (the rules write the same names), and the columns
-the report needs are named there (formats of the scale study's files: results/README.md).
-"""
+"""The result files as one ``Results`` object, each experiment's read by its section's ``read(res)`` with
+``read_table``: a result not produced is ``None`` ("not run in this protocol"); a file that lacks a column the
+report reads is an error naming both (the report must not silently show less)."""
 
 from __future__ import annotations
 
@@ -26,19 +19,10 @@ BENCHMARK_GLOB = "benchmarks/**/*.tsv"
 
 @dataclass
 class Results:
-    """The frames the claims read (docs/report.md, "The claims' input"; each set by its experiment's ``read``)
-    plus the raw frames the sections display."""
+    """The frames the claims read, by name (docs/report.md, "The claims' input"; each set by its experiment's
+    ``read``), plus the raw frames the sections display."""
     root: Path = Path("results")
-    # the claims' frames
-    pw_table6: pd.DataFrame | None = None
-    pw_table5: pd.DataFrame | None = None
-    inan_table1: pd.DataFrame | None = None
-    inan_figure1: pd.DataFrame | None = None
-    initial_loss: pd.DataFrame | None = None
-    families: pd.DataFrame | None = None
-    scale_claims: pd.DataFrame | None = None
-    embedding_similarity: pd.DataFrame | None = None
-    # displayed as is
+    frames: dict[str, pd.DataFrame | None] = field(default_factory=dict)  # the claims' input (None: not produced)
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written (or runs' settings)
     paths: dict[str, str] = field(default_factory=dict)             # name -> path relative to the root's parent
     benchmarks: pd.DataFrame | None = None

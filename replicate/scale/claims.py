@@ -19,7 +19,7 @@ def _study_claim(claim_id: str) -> Callable[..., Verdict]:
     with its 95 % t interval, holds when the interval lies wholly on the claimed side of 0), so the report and
     the study give one verdict by one rule."""
     def check(r) -> Verdict:
-        c = r.scale_claims
+        c = r.frames.get("scale_claims")
         row = c[c["claim_id"] == claim_id] if c is not None else None
         if row is None or row.empty:
             return not_run(f"claim {claim_id} not in the scale study's claims table (scale_claims.csv)")
@@ -171,7 +171,7 @@ def tf_grad_norms_not_raised(r) -> Verdict:
 
 
 def emb_tied_like_output(r) -> Verdict:
-    e = r.embedding_similarity
+    e = r.frames.get("embedding_similarity")
     if e is None:
         return not_run("embedding-similarity analysis not produced")
     got = e.groupby("comparison")["spearman"].mean()

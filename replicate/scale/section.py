@@ -22,14 +22,14 @@ def read(res: Results) -> None:
     """The tying-gain tables, the study's claims, the transformer's tables and the embedding analysis."""
     read_table(res, "scale_data", P.SCALE_DATA, ["train_tokens", "gain", "protocol"])
     read_table(res, "scale_gain", P.SCALE_GAIN, ["study", "hidden", "embedding_share_untied", "gain_mean", "protocol"])
-    res.scale_claims = read_table(res, "scale_claims", P.SCALE_CLAIMS,
-                                  ["claim_id", "verdict", "value", "ci_low", "ci_high", "n", "evidence", "protocol"])
+    res.frames["scale_claims"] = read_table(res, "scale_claims", P.SCALE_CLAIMS, ["claim_id", "verdict", "value",
+                                            "ci_low", "ci_high", "n", "evidence", "protocol"])
     for key, rel, cols in (("scale_transformer", P.SCALE_TRANSFORMER, ["variant", "seed", "protocol"]),
                            ("scale_transformer_comparison", P.SCALE_TRANSFORMER_COMPARISON, ["variant", "protocol"]),
                            ("word_similarity", P.SCALE_WORDSIM, ["benchmark", "status", "protocol"])):
         read_table(res, key, rel, cols)
-    res.embedding_similarity = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
-                                          ["comparison", "spearman", "protocol"])
+    res.frames["embedding_similarity"] = read_table(res, "embedding_similarity", P.SCALE_SIMILARITY,
+                                                    ["comparison", "spearman", "protocol"])
     read_table(res, "scale_runs", P.SCALE_RUNS, ["run", "train_tokens", "stop_reason", "max_epochs"])
     run_settings(res, "scale_eval_tokens", P.SCALE_METRICS, "settings", ["eval_max_tokens"])
     run_settings(res, "scale_transformer_specs", P.SCALE_TRANSFORMER_SUMMARY, "spec",
