@@ -37,6 +37,14 @@ def test_dry_run(preset, workflow_dir):
     assert not (workflow_dir / "results").exists(), "a dry run must not write results"
 
 
+def test_each_experiment_is_a_target(workflow_dir):
+    """`snakemake press_wolf` (inan, initial_loss, scale, report) runs one experiment: together they plan (a union
+    of targets plans iff each does), each once; `snakemake -n inan` alone: tests/test_costs.py."""
+    targets = ["press_wolf", "inan", "initial_loss", "scale", "report"]
+    jobs = job_counts(run_snakemake(["-n", *targets], cwd=workflow_dir).stdout)
+    assert {t: jobs.get(t) for t in targets} == dict.fromkeys(targets, 1), jobs
+
+
 def test_dry_run_imports_no_torch(workflow_dir, tmp_path):
     """Building the DAG imports nothing heavy: `snakemake -n all` works where `import torch` fails."""
     shim = tmp_path / "no_torch" / "torch"
@@ -296,13 +304,16 @@ def test_a_training_run_reruns_when_its_corpus_changes_not_when_the_data_code_do
     """An edit reruns the rules whose version it changes, and no other: the data rules' version is what decides
     their bytes (the corpus's pinned digest), and a training run reads its corpus by content. The data stage runs
     with a copy of the package; a finished training run is recorded beside it (--touch: Snakemake's record of the
-    job, no training); then the copy, and the corpus, are changed."""
+    job, no training); then the copy, and the corpus, are changed. Also: a run that ends names the report."""
     package = tmp_path / "code"
     shutil.copytree(REPO_ROOT / "replicate", package / "replicate", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO_ROOT / "workflow" / "schemas", package / "workflow" / "schemas")  # beside it, as in the repo
     env = {"PYTHONPATH": str(package)}
-    summary = "results/data/summary.md"
-    run_snakemake(["--cores", "1", summary], cwd=workflow_dir, env=env)
+    summary, report = "results/data/summary.md", workflow_dir / "results/report/index.html"
+    report.parent.mkdir(parents=True)
+    report.write_text("<html></html>")  # a report of an earlier run: a run that ends names it
+    ran = run_snakemake(["--cores", "1", summary], cwd=workflow_dir, env=env)
+    assert f"Report: {report}" in ran.stdout + ran.stderr
     run = _finished_press_wolf_run(workflow_dir)
     run_snakemake(["--cores", "1", "--touch", "--force", run], cwd=workflow_dir, env=env)
 
