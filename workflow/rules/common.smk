@@ -1,6 +1,7 @@
 # Helpers of every experiment's rules: result paths, the final targets, spec passing. A rule's `code` param is
 # code_version(<the modules its job computes with>), a hash of them and of the math they import
 # (replicate/provenance.py): Snakemake (--rerun-triggers params, the default) reruns the jobs an edit can change.
+import functools
 import json
 import os
 import sys
@@ -8,7 +9,7 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as _snakemake_logger
 
-from replicate import costs, experiments, paths, plan_lines, progress
+from replicate import costs, data, experiments, paths, plan_lines, progress
 from replicate.experiments import spec_json
 from replicate.provenance import code_version
 from replicate.run_checks import refuse_to_overwrite
@@ -54,6 +55,16 @@ onstart:
 onsuccess:
     if os.path.exists(R(paths.REPORT_HTML)):
         _snakemake_logger.info(f"Report: {os.path.abspath(R(paths.REPORT_HTML))}")
+
+
+@functools.cache
+def corpus_input(dataset):
+    """The prepared corpus of ``dataset`` as the input of a job that reads it, by content: while the file holds the
+    corpus the data stage writes (replicate.data.holds_prepared), it is ancient(), so a data stage that reruns and
+    writes the same corpus again (an edit of the data code, a new local_dir) reruns no job that reads it; another
+    corpus, or none, does."""
+    path = R(paths.DATA_CORPUS.format(dataset=dataset))
+    return ancient(path) if data.holds_prepared(path, dataset) else path
 
 
 def rebased(path):

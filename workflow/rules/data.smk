@@ -1,4 +1,7 @@
-# Data stage: fetch (download or local copy, sha256-verified) -> prepare (vocab + token ids).
+# Data stage: fetch (download or local copy, sha256-verified) -> prepare (vocab + token ids). A data rule's
+# version is what decides its output's bytes: the raw files' sha256, the prepared corpus's pinned digest
+# (replicate/data.py), so an edit of the data code that writes the same files reruns nothing; and the jobs that
+# read a corpus read it by content (corpus_input, common.smk).
 
 
 # fetch_data downloads: it stays on the login node of a cluster (compute nodes often have no internet).
@@ -11,9 +14,10 @@ rule fetch_data:
     output:
         directory(R(paths.DATA_RAW)),
     params:
-        local_dir=config["data"]["local_dir"] or "",
-        timeout=config["data"]["download_timeout"],
-        code=code_version("data"),
+        sha256=lambda wildcards: data.source(wildcards.dataset).sha256,
+        # where from, how patient: not rerun triggers (a param function of the output is none), the files are the same
+        local_dir=lambda wildcards, output: config["data"]["local_dir"] or "",
+        timeout=lambda wildcards, output: config["data"]["download_timeout"],
     log:
         R("logs/data/fetch_{dataset}.log"),
     shell:
@@ -28,7 +32,7 @@ rule prepare_data:
         corpus=R(paths.DATA_CORPUS),
         stats=R(paths.DATA_STATS),
     params:
-        code=code_version("data"),
+        corpus=lambda wildcards: data.source(wildcards.dataset).corpus,
     log:
         R("logs/data/prepare_{dataset}.log"),
     shell:
@@ -42,7 +46,7 @@ rule data_summary:
     output:
         R(paths.DATA_SUMMARY),
     params:
-        code=code_version("data"),
+        code=code_version("data_cli"),
     log:
         R("logs/data/summary.log"),
     shell:

@@ -11,7 +11,7 @@ localrules:
 
 rule inan_screen_soft_target:
     input:
-        corpus=R(paths.DATA_CORPUS),
+        corpus=lambda wildcards: corpus_input(wildcards.dataset),
         metrics=R(paths.INAN_SCREEN_METRICS),
     output:
         R(paths.INAN_SCREEN_SOFT),
@@ -85,7 +85,7 @@ rule inan_ablation_table:
 
 rule inan_subspace_point:
     input:
-        corpus=R(paths.DATA_CORPUS.format(dataset="ptb")),
+        corpus=corpus_input("ptb"),
         checked=plan_check(inan_point_check),
     output:
         R(paths.INAN_POINT),

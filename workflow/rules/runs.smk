@@ -57,7 +57,7 @@ for kind in experiments.kinds():
     rule:
         name: kind.rule
         input:
-            corpus=lambda wildcards, kind=kind: R(paths.DATA_CORPUS.format(dataset=job_run(kind)(wildcards).dataset)),
+            corpus=lambda wildcards, kind=kind: corpus_input(job_run(kind)(wildcards).dataset),
             checked=plan_check(train_check(kind)),
         output:
             **train_outputs(kind),

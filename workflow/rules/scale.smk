@@ -15,7 +15,7 @@ localrules:
 
 rule scale_train:
     input:
-        corpus=R(paths.DATA_CORPUS),
+        corpus=lambda wildcards: corpus_input(wildcards.dataset),
         checked=plan_check(scale_train_check),
     output:
         metrics=R(paths.SCALE_METRICS),
@@ -93,7 +93,7 @@ rule scale_table:
 
 rule scale_embeddings:
     input:
-        corpus=R(paths.DATA_CORPUS.format(dataset="ptb")),
+        corpus=corpus_input("ptb"),
         runs=[f"{d}/{f}" for d in SC_ANALYSIS for f in ("summary.json", "updates.csv", "embeddings.pt")],
     output:
         updates=report(R(paths.SCALE_UPDATES), caption="../report/scale_update_frequency.rst",
@@ -124,7 +124,7 @@ rule scale_embeddings:
 
 rule scale_transformer:
     input:
-        corpus=R(paths.DATA_CORPUS.format(dataset=SC_TF["dataset"])),
+        corpus=corpus_input(SC_TF["dataset"]),
         checked=plan_check(scale_transformer_check),
     output:
         summary=R(paths.SCALE_TRANSFORMER_SUMMARY),
