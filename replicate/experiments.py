@@ -92,6 +92,7 @@ class Run:
     slowdown: float = 1.0  # the measured time factor of its loss over the engine alone
     cost: Callable[[int], resources.Estimate] | None = None
     min_runtime: int | None = None
+    repeats: int = 1  # models it trains one after another with ``settings`` (a 6.2 point's seeds)
 
     @property
     def experiment(self) -> str:
@@ -110,8 +111,10 @@ class Run:
         threads = int(threads or self.threads)
         if self.cost is not None:
             return self.cost(threads)
-        return lstm_estimate(json.dumps(self.settings, sort_keys=True), self.dataset, resources.device_kind(self.device),
-                             threads)
+        est = lstm_estimate(json.dumps(self.settings, sort_keys=True), self.dataset, resources.device_kind(self.device),
+                            threads)
+        return dataclasses.replace(est, runtime_min=self.repeats * est.runtime_min,
+                                   one_thread_hours=self.repeats * est.one_thread_hours)
 
     def resources(self, threads: int | None = None, attempt: int = 1) -> dict[str, int]:
         """threads, mem_mb and runtime (minutes, at ``threads``, x attempt), one_thread_min (expected, not a limit)."""

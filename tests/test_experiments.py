@@ -46,6 +46,18 @@ def test_an_inan_run_records_the_engine_settings_and_the_augmented_loss():
     assert run.resources(threads=2, attempt=2)["mem_mb"] == 2 * run.resources(threads=2)["mem_mb"]
 
 
+def test_a_section_6_2_point_costs_its_seeds_from_the_resource_table():
+    """A 6.2 point trains the engine once per seed: the cost of each, from replicate/resources.py, x its seeds
+    (measured here: about 4.4 one-thread minutes per 12-epoch seed of the compared readings)."""
+    config = _config("config/config.yaml")
+    three = experiments.resolve_run(config, "inan", "subspace/mean_loss_sgd_nobias/tau10_beta1")
+    assert three.repeats == 3 and three.settings["max_train_tokens"] == config["inan"]["subspace"]["slice_words"]
+    assert 3.5 < 60 * three.estimate(1).one_thread_hours / 3 < 5.5
+    assert three.resources()["one_thread_min"] >= 3 * 4 and three.resources()["mem_mb"] > 0
+    longer = experiments.resolve_run(config, "inan", "subspace/zero_w_sgd_long/tau10_beta1")  # 36 epochs, 1 seed
+    assert longer.estimate(1).one_thread_hours > three.estimate(1).one_thread_hours / 3 * 2.5
+
+
 @pytest.mark.parametrize("experiment,run_id,words", [
     ("inan", "ablation/ptb/small_real_tau5.0_gamma0.5", ["tau5.0 is not the one spelling", "write tau5"]),
     ("inan", "ablation/ptb/small_real_tau5_gamma.5", ["gamma.5 is not the one spelling", "write gamma0.5"]),

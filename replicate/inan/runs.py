@@ -36,7 +36,7 @@ KINDS = [Kind("inan_train", "inan", "table1/{dataset}/{size}_{variant}", {**_ROW
          # section 6.2: every seed of one (tau, beta) point of one reading (a point reuses seeds of unchanged math)
          Kind("inan_subspace_point", "inan", "subspace/{reading}/tau{tau}_beta{beta}",
               {"reading": r"[a-z0-9_]+", "tau": r"[0-9.e+-]+", "beta": r"[0-9.e+-]+"}, code=("inan.subspace_exp",),
-              outputs={"point": ".json"}, keep_checkpoint=True, attempt_log=False, resources=(),
+              outputs={"point": ".json"}, keep_checkpoint=True, attempt_log=False,
               work=paths.INAN_POINT_WORK.removeprefix("inan/"))]  # its per-seed records and checkpoints
 POINT = KINDS[3]
 
@@ -103,8 +103,14 @@ def _point(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
     record = run_config(config, inan_subspace=settings, reading=w["reading"], tau=tau, beta=beta)
     spec = {"reading": w["reading"], "subspace": settings, "tau": tau, "beta": beta,
             "seeds": reading_seeds(sub, w["reading"]), "config": record}
-    return Run(POINT, run_id, where, name=run_id, dataset="ptb", spec=spec, config=record,
-               threads=sub["threads"], device=config["device"])
+    # each seed trains the engine on a slice of slice_words training words (replicate.inan.subspace_exp.run_one)
+    engine = {k: v for k, v in settings.items() if k in SCHEMAS.node("lstm.schema.yaml")["properties"] and v is not None}
+    engine.update(size="small", tying="untied", dropout="none", weight_decay=0.0, valid_batch_size=1,
+                  max_train_tokens=settings["slice_words"])
+    result = Run(POINT, run_id, where, name=run_id, dataset="ptb", spec=spec, config=record, threads=sub["threads"],
+                 device=config["device"], settings=engine, repeats=len(spec["seeds"]))
+    result.check_memory(memory_limit_gib(config), where)
+    return result
 
 
 def _spec(inan: dict[str, Any], w: dict[str, str], section: dict[str, Any]) -> dict[str, Any]:
