@@ -29,7 +29,8 @@ from replicate.errors import ReplicateError
 from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, SettingError, check_memory, nearest, parse_text
 
 # experiment -> its declaration module
-DECLARATIONS = {experiment: f"replicate.{experiment}.runs" for experiment in ("press_wolf", "inan", "scale", "initial_loss")}
+DECLARATIONS = {experiment: f"replicate.{experiment}.runs"
+                for experiment in ("press_wolf", "inan", "scale", "initial_loss")}
 MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
               "(e.g. --config max_job_memory_gib=128; its default is this machine's memory) if the machine or "
               "cluster node has the memory")

@@ -1,8 +1,9 @@
 """``python -m replicate train <experiment> <run_id>``: train (or resume) one run that an experiment declares
 (``replicate/<experiment>/runs.py``) into ``<results_dir>/<experiment>/<run_id>`` (an engine run's folder:
-metrics.json, history.csv, checkpoint.pt and train.log; a sweep width's CSV, a 6.2 point's JSON). The config is read and checked as ``snakemake --configfile F ... --config K=V ...``
-reads it (``replicate.experiments.load_config``), the memory estimate included; this is the command each
-training rule runs and prints."""
+metrics.json, history.csv, checkpoint.pt and train.log; a sweep width's CSV, a 6.2 point's JSON). The config is
+read and checked as ``snakemake --configfile F ... --config K=V ...`` reads it
+(``replicate.experiments.load_config``), the memory estimate included; this is the command each training rule
+runs and prints."""
 
 from __future__ import annotations
 

@@ -94,7 +94,8 @@ def _point(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
     where = f"Inan section 6.2 point {w['reading']}/tau{w['tau']}_beta{w['beta']}"
     if w["reading"] not in sub["readings"]:
         raise SettingError(f"{where}: unknown reading {w['reading']!r}{nearest(w['reading'], sub['readings'])}",
-                           f"use one of {', '.join(sorted(sub['readings']))}, or define it under inan.subspace.readings")
+                           f"use one of {', '.join(sorted(sub['readings']))}, or define it under "
+                           "inan.subspace.readings")
     fix = "ask for e.g. .../zero_w_sgd/tau10_beta0.5.json, or list the value under inan.subspace.panel_a / panel_b"
     tau, beta = (float(SCHEMAS.check(canonical(w[key], fmt, key, where), f"inan.schema.yaml#/properties/subspace/"
                                      f"properties/{node}/items", key=key, where=where, fix=fix))
@@ -104,7 +105,8 @@ def _point(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
     spec = {"reading": w["reading"], "subspace": settings, "tau": tau, "beta": beta,
             "seeds": reading_seeds(sub, w["reading"]), "config": record}
     # each seed trains the engine on a slice of slice_words training words (replicate.inan.subspace_exp.run_one)
-    engine = {k: v for k, v in settings.items() if k in SCHEMAS.node("lstm.schema.yaml")["properties"] and v is not None}
+    known = SCHEMAS.node("lstm.schema.yaml")["properties"]
+    engine = {k: v for k, v in settings.items() if k in known and v is not None}
     engine.update(size="small", tying="untied", dropout="none", weight_decay=0.0, valid_batch_size=1,
                   max_train_tokens=settings["slice_words"])
     result = Run(POINT, run_id, where, name=run_id, dataset="ptb", spec=spec, config=record, threads=sub["threads"],
@@ -164,8 +166,9 @@ def from_spec(config: dict[str, Any], kind: Kind, run_id: str, spec: dict[str, A
 
 
 def train(run: Run, corpus, results: Path, log, **job) -> None:
-    """Train (or resume) the run (a 6.2 point: ``train_point``): the engine's train_run with the augmented loss as its extra loss; metrics.json
-    also records the AL settings (``inan``) and, for an AL run, how informative its final y~ is."""
+    """Train (or resume) the run (a 6.2 point: ``train_point``): the engine's train_run with the augmented loss as
+    its extra loss; metrics.json also records the AL settings (``inan``) and, for an AL run, how informative its
+    final y~ is."""
     from replicate import io as rio
     from replicate import provenance
     from replicate.inan.trainer import AugmentedTrainer

@@ -26,7 +26,8 @@ TRANSFORMER = Kind("scale_transformer", "scale", "transformer/{variant}_std{std}
                    {"variant": "untied|tied|tied_rescale|tied_rescale_unit", "std": r"[A-Za-z0-9_.\-]+",
                     "lr": r"[0-9][0-9.e\-]*", **_SEED},
                    code=("scale.transformer",), outputs={"summary": "/summary.json", "curve": "/curve.csv"},
-                   keep_checkpoint=True, attempt_log=False, resources=("runtime", "one_thread_min"), triggers=("device",))
+                   keep_checkpoint=True, attempt_log=False, resources=("runtime", "one_thread_min"),
+                   triggers=("device",))
 KINDS = [LSTM, TRANSFORMER]
 SCHEMA = "scale.schema.yaml#/properties"
 
