@@ -11,7 +11,6 @@ import importlib
 import sys
 
 from replicate.errors import ReplicateError
-from replicate.run_checks import check_command
 
 COMMANDS = {
     "train": ("replicate.train_cli", "train (or resume) one run of an experiment: train <experiment> <run_id>"),
@@ -45,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
     try:
-        check_command(argv)  # the workflow's plan-time checks, for a command typed by hand
         return int(module.main(argv[1:]) or 0)
     except ReplicateError as exc:
         print(f"error: {exc}", file=sys.stderr)

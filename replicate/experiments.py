@@ -17,6 +17,7 @@ import importlib
 import json
 import math
 import os
+import re
 import shlex
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,8 @@ from replicate.errors import ReplicateError
 from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, SettingError, check_memory, nearest, parse_text
 
 # experiment -> its declaration module
-DECLARATIONS = {"press_wolf": "replicate.press_wolf.runs", "inan": "replicate.inan.runs"}
+DECLARATIONS = {experiment: f"replicate.{experiment}.runs"
+                for experiment in ("press_wolf", "inan", "scale", "initial_loss")}
 MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
               "(e.g. --config max_job_memory_gib=128; its default is this machine's memory) if the machine or "
               "cluster node has the memory")
@@ -43,40 +45,59 @@ def memory_limit_gib(config: dict[str, Any]) -> float:
 @dataclasses.dataclass(frozen=True)
 class Kind:
     """One kind of run of an experiment, trained by one workflow rule ``rule``; a run id is ``pattern`` with its
-    wildcards filled (the run folder under ``<results_dir>/<experiment>/``)."""
+    wildcards filled (its folder under ``<results_dir>/<experiment>/``; the rule's outputs are that path and
+    ``outputs``' suffixes, its log and benchmark ``log`` (default: the pattern) under logs/ and benchmarks/)."""
 
     rule: str
     experiment: str
     pattern: str
     constraints: dict[str, str]
     code: tuple[str, ...]  # the modules whose version the rule's `code` param is (what its results record)
-    history: bool = False  # the run writes history.csv beside metrics.json (a rule output)
-    keep_checkpoint: bool = False  # an analysis reads the finished run's weights (config keep_final_checkpoint aside)
+    outputs: dict[str, str] = dataclasses.field(default_factory=lambda: {"metrics": "/metrics.json"})
+    keep_checkpoint: bool = False  # never --drop-checkpoint: an analysis reads its weights, or it keeps none
+    attempt_log: bool = True  # an engine run: its folder's train.log records every attempt
+    resources: tuple[str, ...] = ("mem_mb", "runtime", "one_thread_min")  # what the rule asks a cluster for
+    # the job options that are also rerun triggers (params its results were recorded with; the others are not)
+    triggers: tuple[str, ...] = ("device", "flags")
+    log: str | None = None
+    work: str | None = None  # a folder of the run's own beside its outputs (a 6.2 point's seeds), its work_dir param
 
     def run_id(self, wildcards) -> str:
         return self.pattern.format(**{k: getattr(wildcards, k) for k in self.constraints})
 
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern.format(**{k: f"(?P<{k}>{v})" for k, v in self.constraints.items()}))
+
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One training run, resolved. ``settings``: the engine's (``replicate.lstm.runner.train_run``); ``spec``: what
-    its results depend on (the rule's rerun trigger; Inan's also the augmented loss); ``config``: the config slice
-    its metrics.json records as provenance; ``guarded``: what a finished run in its folder must have trained with,
-    ``recorded(metrics.json)`` what it did."""
+    """One run, resolved. ``settings``: the LSTM engine's (``replicate.lstm.runner.train_run``), if it trains one;
+    ``spec``: what its results depend on (the rule's rerun trigger); ``config``: the config slice its results
+    record as provenance; ``guarded``: what a finished run in its folder must have trained with (None: not
+    guarded), ``recorded(metrics.json)`` what it did; ``cost(threads)``: its resource estimate (default: the
+    engine's for ``settings``) x ``slowdown``; ``min_runtime``: a configured time limit that the estimate only
+    raises."""
 
-    experiment: str
+    kind: Kind
     run_id: str
     where: str  # how messages name it
-    name: str  # the name its log lines and metrics.json give it
-    dataset: str
-    settings: dict[str, Any]
+    name: str  # the name its log lines and results give it
+    dataset: str | None  # the corpus it reads
     spec: dict[str, Any]
     config: dict[str, Any]
     threads: int
     device: str
-    guarded: dict[str, Any]
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    guarded: dict[str, Any] | None = None
     recorded: Callable[[dict], dict[str, Any]] = lambda metrics: metrics["settings"]
     slowdown: float = 1.0  # the measured time factor of its loss over the engine alone
+    cost: Callable[[int], resources.Estimate] | None = None
+    min_runtime: int | None = None
+    repeats: int = 1  # models it trains one after another with ``settings`` (a 6.2 point's seeds)
+
+    @property
+    def experiment(self) -> str:
+        return self.kind.experiment
 
     @property
     def spec_json(self) -> str:
@@ -88,15 +109,24 @@ class Run:
         return f"{self.experiment}/{self.run_id}"
 
     def estimate(self, threads: int | None = None) -> resources.Estimate:
-        return lstm_estimate(json.dumps(self.settings, sort_keys=True), self.dataset,
-                             resources.device_kind(self.device), int(threads or self.threads))
+        threads = int(threads or self.threads)
+        if self.cost is not None:
+            return self.cost(threads)
+        est = lstm_estimate(json.dumps(self.settings, sort_keys=True), self.dataset, resources.device_kind(self.device),
+                            threads)
+        return dataclasses.replace(est, runtime_min=self.repeats * est.runtime_min,
+                                   one_thread_hours=self.repeats * est.one_thread_hours)
 
     def resources(self, threads: int | None = None, attempt: int = 1) -> dict[str, int]:
         """threads, mem_mb and runtime (minutes, at ``threads``, x attempt), one_thread_min (expected, not a limit)."""
         threads = int(threads or self.threads)
         est = self.estimate(threads).for_attempt(attempt)
-        return {"threads": threads, "mem_mb": est.mem_mb, "runtime": math.ceil(self.slowdown * est.runtime_min),
-                "one_thread_min": math.ceil(60 * self.slowdown * self.estimate(1).one_thread_hours)}
+        one = math.ceil(60 * self.slowdown * self.estimate(1).one_thread_hours)
+        runtime = math.ceil(self.slowdown * est.runtime_min)
+        if self.min_runtime is not None:
+            expected = resources.expected_wall_min(one, threads)
+            runtime = attempt * max(self.min_runtime, math.ceil(resources.LIMIT_OVER_ESTIMATE * expected))
+        return {"threads": threads, "mem_mb": est.mem_mb, "runtime": runtime, "one_thread_min": one}
 
     def check_memory(self, limit_gib: float, where: str) -> None:
         check_memory(self.estimate().mem_mb, limit_gib, where=where, fix=MEMORY_FIX)
@@ -105,7 +135,8 @@ class Run:
         """Stop if ``metrics`` (this run's metrics.json) holds a finished run of other settings (run_checks)."""
         from replicate.run_checks import refuse_to_overwrite
 
-        refuse_to_overwrite(str(metrics), self.guarded, self.recorded, self.where, forced)
+        if self.guarded is not None:
+            refuse_to_overwrite(str(metrics), self.guarded, self.recorded, self.where, forced)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,19 +1,14 @@
-"""The checks of one run's values that every entry point shares, against workflow/schemas/.
-
-The workflow calls them while it builds the DAG (workflow/rules/*_common.smk, the experiments' runs.py);
-``python -m replicate`` calls them through ``check_command`` before a sweep or scale command starts, so a
-``--spec`` or a ``--width`` typed by hand is refused with the same named message as a value in a target's path.
-Imports nothing heavy.
+"""The checks of one run's values that the experiments' run declarations (``replicate/<experiment>/runs.py``)
+share, against workflow/schemas/: the workflow calls them while it builds the DAG, ``python -m replicate train``
+before a run starts. Imports nothing heavy.
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Callable
 
-from replicate.cli_common import load_spec
 from replicate.lstm.config import PRESETS
-from replicate.validate import SCHEMA_DIR, Schemas, SettingError, parse_text
+from replicate.validate import SCHEMA_DIR, Schemas, SettingError
 
 SCHEMAS = Schemas(SCHEMA_DIR)
 ENGINE_FIX = ("change the value (a cell's @key=value, or the config's overrides); every engine key "
@@ -62,79 +57,3 @@ def refuse_to_overwrite(metrics: str, wanted: dict[str, Any], recorded: Callable
                            "keep it and run the new settings beside it as an ablation cell (e.g. small@epochs=3) "
                            "or in another results folder (--config results_dir=results_mine); or replace it on "
                            f"purpose: snakemake --forcerun {metrics} (before --config/--configfile)")
-
-
-def check_sweep_width(width: Any, head_dim: int, where: str) -> int:
-    """A width of the initial-loss sweep: in range, and split into heads of even width (as
-    ``replicate.llama.ModelConfig`` requires)."""
-    width = SCHEMAS.check(width, "initial_loss.schema.yaml#/$defs/width", key="width", where=where,
-                          fix="use a width from 2 to 65536 (results/initial_loss/runs/d<width>.csv, "
-                              "initial_loss.widths)")
-    heads = max(1, width // head_dim)
-    if width % heads or (width // heads) % 2:
-        raise SettingError(f"{where}: width {width} does not split into {heads} heads of even width "
-                           f"(initial_loss.head_dim = {head_dim})",
-                           "use a multiple of head_dim, or change initial_loss.head_dim")
-    return width
-
-
-def _initial_loss_sweep(spec: dict[str, Any], args: argparse.Namespace) -> None:
-    if args.width is None:
-        return  # argparse of the command names the missing --width
-    where = f"initial-loss sweep point d={args.width}"
-    head_dim = SCHEMAS.check(spec.get("initial_loss", {}).get("head_dim"), "initial_loss.schema.yaml#/properties/head_dim",
-                             key="head_dim", where=where, fix="pass the rule's --spec (initial_loss.head_dim)")
-    check_sweep_width(parse_text(args.width), head_dim, where)
-
-
-def _scale_train(spec: dict[str, Any], args: argparse.Namespace) -> None:
-    from replicate.scale.study import run_settings
-
-    where = f"scale train {spec.get('name', '--spec')}"
-    fix = "pass the rule's --spec (scale section: config/README.md)"
-    SCHEMAS.check(spec.get("pct"), "scale.schema.yaml#/properties/model/properties/pct", key="pct", where=where, fix=fix)
-    hidden = SCHEMAS.check(spec.get("hidden"), "scale.schema.yaml#/properties/model/properties/hiddens/items",
-                           key="hidden", where=where, fix=fix)
-    for key, node in (("patience", "lstm/properties/patience"), ("dropout", "lstm/properties/dropouts/items")):
-        if spec.get(key) is not None:
-            SCHEMAS.check(parse_text(str(spec[key])), f"scale.schema.yaml#/properties/{node}", key=key, where=where, fix=fix)
-    if not isinstance(spec.get("record"), bool):
-        raise SettingError(f"{where}: record={spec.get('record')!r} is not true or false (whether the run records "
-                           "its embeddings for the analysis)", fix)
-    lstm = spec.get("lstm", {})
-    check_engine_settings(run_settings({"size": lstm.get("size"), "overrides": lstm.get("overrides", {})}, hidden,
-                                       spec.get("variant"), spec.get("seed", 0), None), where)
-
-
-def _scale_transformer(spec: dict[str, Any], args: argparse.Namespace) -> None:
-    from replicate.scale.study import TRANSFORMER_KEYS
-
-    node = "scale.schema.yaml#/properties/transformer"
-    SCHEMAS.check_mapping({k: spec[k] for k in TRANSFORMER_KEYS if k in spec}, node,
-                          where=f"scale transformer {spec.get('name', '--spec')}",
-                          fix="pass the rule's --spec (scale.transformer: config/README.md)")
-    SCHEMAS.check(parse_text(str(spec.get("std"))), f"{node}/properties/stds/items", key="std",
-                  where=f"scale transformer {spec.get('name', '--spec')}", fix="use a number or inv_sqrt_d / log_n_over_d")
-    SCHEMAS.check(spec.get("lr"), f"{node}/properties/lrs/items", key="lr",
-                  where=f"scale transformer {spec.get('name', '--spec')}", fix="use a number in (0, 1]")
-
-
-CHECKS: dict[tuple[str, str], Callable[[dict[str, Any], argparse.Namespace], None]] = {
-    ("initial-loss", "sweep"): _initial_loss_sweep,
-    ("scale", "train"): _scale_train,
-    ("scale", "transformer"): _scale_transformer,
-}
-
-
-def check_command(argv: list[str]) -> None:
-    """Refuse ``python -m replicate <command> <action> --spec ...`` whose values the workflow would refuse at
-    plan time (nothing for commands without a check, or without a --spec: their own parser names it)."""
-    check = CHECKS.get(tuple(argv[:2]))
-    if check is None:
-        return
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--spec")
-    parser.add_argument("--width")
-    args, _ = parser.parse_known_args(argv[2:])
-    if args.spec is not None:
-        check(load_spec(args.spec), args)

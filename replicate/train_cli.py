@@ -1,8 +1,9 @@
 """``python -m replicate train <experiment> <run_id>``: train (or resume) one run that an experiment declares
-(``replicate/<experiment>/runs.py``) into ``<results_dir>/<experiment>/<run_id>/``: metrics.json, history.csv,
-checkpoint.pt and train.log. The config is read and checked as ``snakemake --configfile F ... --config K=V ...``
-reads it (``replicate.experiments.load_config``), the memory estimate included; this is the command each
-training rule runs and prints."""
+(``replicate/<experiment>/runs.py``) into ``<results_dir>/<experiment>/<run_id>`` (an engine run's folder:
+metrics.json, history.csv, checkpoint.pt and train.log; a sweep width's CSV, a 6.2 point's JSON). The config is
+read and checked as ``snakemake --configfile F ... --config K=V ...`` reads it
+(``replicate.experiments.load_config``), the memory estimate included; this is the command each training rule
+runs and prints."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import argparse
 from pathlib import Path
 
 from replicate import experiments, paths
-from replicate.cli_common import training_attempt
+from replicate.cli_common import log, training_attempt
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate train", description=__doc__)
     parser.add_argument("experiment", help=", ".join(experiments.DECLARATIONS))
-    parser.add_argument("run_id", help="e.g. small_wt/seed1 (press_wolf), table1/ptb/small_real (inan)")
+    parser.add_argument("run_id", help="e.g. small_wt/seed1 (press_wolf), table1/ptb/small_real (inan), "
+                                             "runs/ptb/p25_h400_tied_drop0/seed1 (scale), runs/d512 (initial_loss)")
     parser.add_argument("--configfile", nargs="+", default=None, metavar="F",
                         help=f"config files, later ones win (default {experiments.DEFAULT_CONFIGFILE})")
     parser.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE", help="config keys set on top")
@@ -33,9 +35,13 @@ def main(argv: list[str]) -> int:
     run.refuse_to_overwrite(results / run.folder / "metrics.json", forced=False)
     from replicate.data import load_corpus  # torch: after the checks
 
-    corpus = load_corpus(results / paths.DATA_CORPUS.format(dataset=run.dataset))
+    corpus = load_corpus(results / paths.DATA_CORPUS.format(dataset=run.dataset)) if run.dataset else None
     job = {"threads": args.threads or run.threads, "device": args.device or config["device"],
            "allow_tf32": args.allow_tf32 or config["allow_tf32"]}
-    with training_attempt(results / run.folder, args.drop_checkpoint) as log:
-        experiments.declaration(args.experiment).train(run, corpus, results / run.folder, log, **job)
+    train = experiments.declaration(args.experiment).train
+    if not run.kind.attempt_log:
+        train(run, corpus, results, log, **job)
+        return 0
+    with training_attempt(results / run.folder, args.drop_checkpoint) as attempt_log:
+        train(run, corpus, results, attempt_log, **job)
     return 0

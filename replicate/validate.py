@@ -5,8 +5,9 @@ a width) is checked here against the same schema node that checks the config, wi
 any job starts; so is a run's estimated memory (``replicate.resources``) against the configured limit.
 Every refusal is a ``SettingError`` that names where the value came from, the key, the value, what is
 allowed and how to fix it. A ``number`` must be finite here (JSON Schema itself lets nan and inf through),
-and a number that YAML 1.1 read as text (``1.0e6``) is named as such. The CLI checks a ``--spec`` with the
-same schemas (``replicate.run_checks``). Imports nothing heavy (the workflow calls it while it builds the DAG).
+and a number that YAML 1.1 read as text (``1.0e6``) is named as such. ``python -m replicate train`` checks a run
+with the same functions (the experiments' runs.py). Imports nothing heavy (the workflow calls it while it builds
+the DAG).
 """
 
 from __future__ import annotations
@@ -121,7 +122,9 @@ class Schemas:
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory).resolve()
-        self.registry = Registry(retrieve=self._retrieve)
+        # every file loaded and crawled once (a registry retrieves and crawls again at every check otherwise)
+        files = [(path.as_uri(), self._retrieve(path.as_uri())) for path in sorted(self.directory.glob("*.yaml"))]
+        self.registry = Registry(retrieve=self._retrieve).with_resources(files).crawl()
 
     def _retrieve(self, uri: str) -> Resource:
         # without its "$schema", a file is validated by ``Validator`` (finite numbers), not by the stock

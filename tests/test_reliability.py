@@ -1,7 +1,7 @@
 """No wrong number reaches a result, a table or the bundle: strict JSON, diverged runs stopped before
 metrics.json, tables and publish refusing non-finite numbers, runs mislabelled with a preset and tables built
 from skipped runs, checkpoints checked against their checksum, an all-or-nothing restore, result files 0644, a
-full disk at the engine's checkpoint named, ``inan subspace`` refusing bad values named."""
+full disk at the engine's checkpoint named, a section 6.2 point refusing bad values named."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from replicate import cli
+from support.workflow import REPO_ROOT
 from replicate import io as rio
 from replicate.data import Corpus
 from replicate.errors import ReplicateError
@@ -341,45 +342,50 @@ def test_a_full_disk_at_the_engines_checkpoint_stops_the_run_naming_the_checkpoi
     assert not (tmp_path / "metrics.json").exists() and not list(tmp_path.glob(".*.tmp"))
 
 
-# ----------------------------------------------------------------------------- 7. inan subspace: bad values named
-POINT = {"subspace": {"slice_words": 100, "hidden_size": 4, "num_layers": 2, "init_scale": 0.1, "batch_size": 2,
-                      "bptt": 5, "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0,
-                      "eval_max_tokens": 20, "max_batches": 2, "log_every": 100},
-         "tau": 10.0, "beta": 1.0, "seeds": [1]}
+# ----------------------------------------------------------------------------- 7. a section 6.2 point: bad values named
+POINT = {"slice_words": 100, "hidden_size": 4, "num_layers": 2, "init_scale": 0.1, "batch_size": 2, "bptt": 5,
+         "lr": 0.01, "epochs": 1, "max_epoch": 1, "decay": 1.0, "clip": 5.0, "eval_max_tokens": 20, "max_batches": 2,
+         "log_every": 100, "seeds": [1], "readings": {"tiny": {}}, "figure_reading": "tiny", "compare_readings": []}
 
 
-def _subspace(corpus, tmp_path, spec) -> tuple[int, str]:
-    rio.torch_save(tmp_path / "corpus.pt", {"vocab": corpus.vocab, "train": corpus.train, "valid": corpus.valid,
-                                            "test": corpus.test})
+def _subspace(corpus, tmp_path, run_id="subspace/tiny/tau10_beta1", **change) -> tuple[int, str]:
+    """``python -m replicate train inan <run_id>`` of a tiny 6.2 point, run in ``tmp_path`` (results under res/)."""
+    (tmp_path / "res" / "data" / "ptb").mkdir(parents=True)
+    rio.torch_save(tmp_path / "res" / "data" / "ptb" / "corpus.pt", {"vocab": corpus.vocab, "train": corpus.train,
+                                                                    "valid": corpus.valid, "test": corpus.test})
+    overlay = tmp_path / "tiny.yaml"
+    overlay.write_text(json.dumps({"results_dir": "res", "inan": {"subspace": {**POINT, **change}}}))
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = cli.main(["inan", "subspace", "--spec", json.dumps(spec), "--corpus", str(tmp_path / "corpus.pt"),
-                       "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "point.json"), "--threads", "1"])
+        rc = cli.main(["train", "inan", run_id, "--threads", "1", "--configfile",
+                       str(REPO_ROOT / "config" / "config.yaml"), str(overlay)])
     return rc, out.getvalue()
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"beta": 1.5}, "beta=1.5 is not allowed: 1.5 is greater than the maximum of 1"),
-    ({"tau": -1}, "tau=-1 is not allowed"),
-    ({"tau": "x"}, "tau='x' is not allowed: 'x' is not of type 'number'"),
-    ({"seeds": []}, "seeds=[] is not allowed"),
-    ({"seeds": ["a"]}, "seeds=['a'] is not allowed"),
-    ({"seeds": None}, "seeds=None is not allowed"),
-    ({"subspace": {**POINT["subspace"], "slice_words": 5}}, "slice_words=5 is not allowed"),
-    ({"subspace": {**POINT["subspace"], "lrr": 1}}, "unknown key 'lrr' (did you mean 'lr'?)"),
-    ({"subspace": {"lr": 1}}, "--spec lacks the subspace settings"),
+@pytest.mark.parametrize("run_id, change, words", [
+    ("subspace/tiny/tau10_beta1.5", {}, "beta=1.5 is not allowed: 1.5 is greater than the maximum of 1"),
+    ("subspace/tiny/tau-1_beta1", {}, "tau=-1 is not allowed"),
+    ("subspace/tiny/tau10.0_beta1", {}, "tau10.0 is not the one spelling of its value"),
+    ("subspace/tiny/tau10_beta1", {"seeds": []}, "inan.subspace.seeds=[] is not allowed"),
+    ("subspace/tiny/tau10_beta1", {"seeds": ["a"]}, "'a' is not of type 'integer'"),
+    ("subspace/tiny/tau10_beta1", {"slice_words": 5}, "inan.subspace.slice_words=5 is not allowed"),
+    ("subspace/tiny/tau10_beta1", {"lrr": 1}, "unknown key 'inan.subspace.lrr' (did you mean 'lr'?)"),
 ])
-def test_inan_subspace_names_a_bad_value_and_writes_nothing(corpus, tmp_path, change, words):
-    rc, out = _subspace(corpus, tmp_path, {**POINT, **change})
+def test_a_subspace_point_names_a_bad_value_and_writes_nothing(corpus, tmp_path, monkeypatch, run_id, change, words):
+    monkeypatch.chdir(tmp_path)
+    rc, out = _subspace(corpus, tmp_path, run_id, **change)
     assert rc == 2 and words in out and "fix:" in out and "Traceback" not in out, out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.pt", "corpus.pt.sha256"]
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["data"]
 
 
-def test_inan_subspace_writes_its_point_readable_by_all_and_no_temporary(corpus, tmp_path):
+def test_a_subspace_point_writes_its_json_readable_by_all_and_no_temporary(corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     umask = os.umask(0o022)
     os.umask(umask)
-    rc, out = _subspace(corpus, tmp_path, POINT)
+    rc, out = _subspace(corpus, tmp_path)
     assert rc == 0, out
-    for written in (tmp_path / "point.json", tmp_path / "work" / "seed1.json"):
+    point = tmp_path / "res" / "inan" / "subspace" / "tiny" / "tau10_beta1.json"
+    assert json.loads(point.read_text())["n_seeds"] == 1
+    for written in (point, tmp_path / "res" / "inan" / "subspace" / "runs" / "tiny" / "tau10_beta1" / "seed1.json"):
         assert written.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
     assert not list(tmp_path.rglob("*.tmp")) and not list(tmp_path.rglob(".*.tmp"))

@@ -1,6 +1,6 @@
-"""``python -m replicate inan <table1|ablation-table|screen-table|subspace|figure1|readings-table|soft-target|bench-loss> ...``:
-what the rules call, ``soft-target``, a diagnostic of trained runs, and ``bench-loss``, the augmented
-loss's speed against its per-token transcription."""
+"""``python -m replicate inan <table1|ablation-table|screen-table|figure1|readings-table|soft-target|bench-loss> ...``:
+what the rules call (the runs and section 6.2 points: ``python -m replicate train inan <run_id>``), ``soft-target``,
+a diagnostic of trained runs, and ``bench-loss``, the augmented loss's speed against its per-token transcription."""
 
 from __future__ import annotations
 
@@ -8,69 +8,37 @@ import argparse
 import sys
 from pathlib import Path
 
-from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
+from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
+from replicate.inan.readings import points
 
 
-def _table1(args) -> int:
-    from replicate import provenance
-    from replicate.inan.report import table1
+def _table(build, section=None):
+    """A table command: ``build(report, args, spec)`` -> the frame written to ``--out`` (with its provenance) and
+    printed; ``section``: a key the spec must have."""
 
-    started = provenance.now()
-    df = table1(args.metrics, args.paper, args.protocol)
-    write_csv_with_provenance(args.out, df, load_spec(args.spec), started)
-    print(df.to_string(index=False))
-    return 0
+    def command(args) -> int:
+        from replicate import provenance
+        from replicate.inan import report
 
+        started, spec = provenance.now(), load_spec(args.spec, section)
+        df = build(report, args, spec)
+        write_csv_with_provenance(args.out, df, spec, started)
+        print(df.to_string(index=False))
+        return 0
 
-def _ablation(args) -> int:
-    from replicate import provenance
-    from replicate.inan.report import ablation
-
-    started = provenance.now()
-    df = ablation(args.metrics, args.protocol)
-    write_csv_with_provenance(args.out, df, load_spec(args.spec), started)
-    print(df.to_string(index=False))
-    return 0
+    return command
 
 
-def _screen(args) -> int:
-    from replicate import provenance
-    from replicate.inan.report import screen
-
-    started = provenance.now()
-    spec = load_spec(args.spec)
-    df = screen(args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"), args.soft_target)
-    write_csv_with_provenance(args.out, df, spec, started)
-    print(df.to_string(index=False))
-    return 0
-
-
-def _subspace(args) -> int:
-    """All seeds of one Figure 1 point (tau, beta)."""
-    from replicate import devices, provenance
-    from replicate import io as rio
-    from replicate.data import load_corpus
-    from replicate.inan.subspace_exp import run_point
-    from replicate.inan.subspace_spec import check_point_spec
-    from replicate.lstm.runner import stop_at_batch_end
-
-    started = provenance.now()
-    spec = load_spec(args.spec)
-    check_point_spec(spec)
-    dev = devices.resolve_device(args.device)
-    devices.setup(args.threads, args.allow_tf32)
-    with stop_at_batch_end():  # SIGINT / SIGTERM: a checkpoint of the seed in training first
-        result = run_point(spec, load_corpus(args.corpus), Path(args.work_dir), device=str(dev), log=log)
-    result["provenance"] = provenance.collect(spec.get("config", spec), started, str(dev))
-    rio.write_json(args.out, result)
-    log(f"[6.2 tau={spec['tau']} beta={spec['beta']}] distance {result['distance_mean']:.4f} "
-         f"+- {result['distance_std']:.4f} over {result['n_seeds']} seeds")
-    return 0
+_table1 = _table(lambda report, args, spec: report.table1(args.metrics, args.paper, args.protocol))
+_ablation = _table(lambda report, args, spec: report.ablation(args.metrics, args.protocol))
+_screen = _table(lambda report, args, spec: report.screen(
+    args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"), args.soft_target))
+_readings = _table(lambda report, args, spec: report.readings_table(
+    args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol), "inan")
 
 
 def _figure1(args) -> int:
     from replicate import provenance
-    from replicate.inan.readings import points
     from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot
 
     started = provenance.now()
@@ -82,19 +50,6 @@ def _figure1(args) -> int:
     write_csv_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
-    return 0
-
-
-def _readings(args) -> int:
-    from replicate import provenance
-    from replicate.inan.readings import points
-    from replicate.inan.report import readings_table
-
-    started = provenance.now()
-    spec = load_spec(args.spec, "inan")
-    df = readings_table(args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol)
-    write_csv_with_provenance(args.out, df, spec, started)
-    print(df.to_string(index=False))
     return 0
 
 
@@ -198,13 +153,6 @@ def main(argv: list[str] | None = None) -> int:
                            help="`inan soft-target` CSVs of the +AL / +REAL runs (their y~ beside each gain)")
         p.add_argument("metrics", nargs="+")
         p.set_defaults(func=func)
-
-    p = sub.add_parser("subspace", help="section 6.2: all seeds of one (tau, beta) point")
-    add_job_args(p, spec_help='JSON: {"subspace": {...}, "tau", "beta", "seeds", "config"}')
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--work-dir", required=True, help="per-seed records and checkpoints (resume)")
-    p.set_defaults(func=_subspace)
 
     p = sub.add_parser("figure1", help="section 6.2: Figure 1 data CSVs and figure")
     add_job_args(p, threads=False, device=False)

@@ -1,6 +1,6 @@
-"""``python -m replicate initial-loss {sweep,tables,figures,memory}``: the rules' commands.
+"""``python -m replicate initial-loss {tables,figures,memory}``: the rules' commands (one width of the sweep:
+``python -m replicate train initial_loss runs/d<width>``, replicate/initial_loss/runs.py).
 
-- sweep:   one width of the sweep (all seeds, trunks, heads) -> tidy CSV + provenance sidecar
 - tables:  tidy CSV of all widths, summary vs theory, the essay's exp(d*sigma) table, model families,
            metrics.json (headline numbers + provenance)
 - figures: PNG + SVG figures
@@ -20,24 +20,8 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.cli_common import add_job_args, load_spec, log, write_csv_with_provenance
+from replicate.cli_common import add_job_args, load_spec, log
 from replicate.errors import ReplicateError
-
-
-def cmd_sweep(args) -> int:
-    from replicate.initial_loss.sweep import run_width
-
-    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
-    devices.setup(args.threads, spec.get("allow_tf32", False))
-    device = devices.resolve_device(spec.get("device", "auto"))
-    t0 = time.perf_counter()
-    frame = run_width(spec["initial_loss"], args.width, device, log=log)
-    frame["protocol"] = spec.get("protocol")
-    write_csv_with_provenance(args.out, frame, spec, started, str(device), width=args.width,
-                              seconds=time.perf_counter() - t0,
-                              code_version=provenance.code_version(run_width))
-    log(f"d={args.width}: {len(frame)} rows in {time.perf_counter() - t0:.1f}s -> {args.out}")
-    return 0
 
 
 def read_runs(paths: list[str]) -> pd.DataFrame:
@@ -136,10 +120,6 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate initial-loss", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="action", required=True)
-    p = sub.add_parser("sweep", help="one width of the sweep")
-    add_job_args(p, device=False)
-    p.add_argument("--width", type=int, required=True)
-    p.add_argument("--out", required=True)
     p = sub.add_parser("tables", help="tidy CSV, summary vs theory, theory table, model families, metrics")
     add_job_args(p, threads=False, device=False)
     p.add_argument("--families", required=True, help="paper/reference/model_families.csv")
@@ -157,4 +137,4 @@ def main(argv: list[str]) -> int:
     add_job_args(p, device=False)
     p.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    return {"sweep": cmd_sweep, "tables": cmd_tables, "figures": cmd_figures, "memory": cmd_memory}[args.action](args)
+    return {"tables": cmd_tables, "figures": cmd_figures, "memory": cmd_memory}[args.action](args)

@@ -3,6 +3,7 @@ cell ``small_wt_pr@pr_lambda=0.05/seed1``), trained by the engine alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from replicate.experiments import Kind, Run, memory_limit_gib, run_config, seed_of
@@ -12,7 +13,7 @@ from replicate.validate import SettingError
 
 KINDS = [Kind("press_wolf_train", "press_wolf", "{cell}/seed{seed}", {"cell": r"[a-z_]+(@[a-z_]+=[^/@]+)*",
                                                                      "seed": r"\d+"},
-              code=("lstm.train",), history=True)]
+              code=("lstm.train",), outputs={"metrics": "/metrics.json", "history": "/history.csv"})]
 
 
 def runs(config: dict[str, Any]) -> dict[str, Run]:
@@ -33,15 +34,15 @@ def run(config: dict[str, Any], run_id: str) -> Run:
     pw = config["press_wolf"]
     settings = check_engine_settings(cell_settings(cell, pw["overrides"], seed=seed_of(seed_dir[4:], where)), where)
     record = run_config(config, dataset=pw["dataset"], settings=settings)
-    result = Run("press_wolf", run_id, where, name=run_id, dataset=pw["dataset"], settings=settings,
+    result = Run(KINDS[0], run_id, where, name=run_id, dataset=pw["dataset"], settings=settings,
                  spec={"name": run_id, "settings": settings, "config": record}, config=record,
                  threads=pw["threads"], device=config["device"], guarded=settings)
     result.check_memory(memory_limit_gib(config), where)
     return result
 
 
-def train(run: Run, corpus, out_dir, log, **job) -> None:
+def train(run: Run, corpus, results: Path, log, **job) -> None:
     """Train (or resume) the run with the engine; ``job``: threads, device, allow_tf32."""
     from replicate.lstm.runner import train_run
 
-    train_run(run.spec, corpus, out_dir, log=log, **job)
+    train_run(run.spec, corpus, Path(results) / run.folder, log=log, **job)

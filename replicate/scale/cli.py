@@ -1,8 +1,6 @@
 """``python -m replicate scale <command>``: the scale study and the embedding analysis.
 
-Commands (one per rule):
-  train                one LSTM run of the grid, with the update-tracking and snapshot hooks
-  transformer          one small Llama-style run on WikiText-2 (untied | tied | tied_rescale)
+Commands (one per rule; the runs themselves: ``python -m replicate train scale <run_id>``, replicate/scale/runs.py):
   table                runs.csv, tying-gain tables, claims, figures from the runs' summary.json
   embeddings           update-frequency buckets, matrix similarity per epoch, word-similarity benchmarks
   transformer-summary  the transformer runs' table, curves and figures
@@ -16,88 +14,8 @@ from pathlib import Path
 from replicate import io as rio
 from replicate import paths
 from replicate import provenance
-from replicate.cli_common import add_job_args, load_spec, training_attempt, write_csv_with_provenance
+from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
 from replicate.errors import ReplicateError
-
-
-# ----------------------------------------------------------------------------- train
-def cmd_train(args) -> int:
-    with training_attempt(args.out_dir, args.drop_checkpoint) as log:
-        _train(args, log)
-    return 0
-
-
-def _train(args, log) -> None:
-    """One grid run: train_run (with the analysis hooks when the spec says ``record``: then updates.csv
-    and embeddings.pt too), then summary.json."""
-    import torch
-
-    from replicate.scale import embeddings as emb
-    from replicate.scale import stopping, study
-    from replicate.data import load_corpus
-    from replicate.lstm.runner import train_run
-    from replicate.lstm.config import resolve
-    from replicate.lstm.model import LSTMLM
-
-    spec = load_spec(args.spec)
-    corpus = load_corpus(args.corpus)
-    n_train = len(corpus.train)
-    tokens = study.train_tokens_for(n_train, int(spec["pct"]))
-    settings = study.run_settings(spec["lstm"], spec["hidden"], spec["variant"], spec["seed"],
-                                  None if tokens == n_train else tokens)
-    record = bool(spec["record"])
-    tracker = emb.UpdateTracker(len(corpus.vocab), every=spec["track_every"]) if record else None
-    # the same word set for every run of a data set: top-K of the FULL training split
-    recorder = emb.SnapshotRecorder(emb.top_ids(corpus.train_counts(), spec["top_k"])) if record else None
-    out = Path(args.out_dir)
-    run_spec = {"name": spec["name"], "settings": settings, "config": spec.get("config", spec)}
-    started = provenance.now()
-    patience = spec.get("patience")  # None: the previous design, a fixed number of epochs (the engine's own loop)
-    early = {} if patience is None else {"trainer_cls": stopping.StoppingTrainer, "patience": int(patience),
-                                         "anneal": spec.get("anneal")}
-    metrics = train_run(run_spec, corpus, out, threads=args.threads, device=args.device, allow_tf32=args.allow_tf32,
-                        log=log, on_step=tracker, on_epoch=recorder, **early)
-    # parameter split from a model of the same architecture (cheap: no training)
-    model_cfg, _ = resolve(settings, len(corpus.vocab))
-    model = LSTMLM(model_cfg)
-    total = model.num_parameters()
-    emb_params = emb.embedding_param_count(model)
-    history = metrics.get("history") or []
-    best_epoch, best = stopping.best_epoch(history)
-    if best_epoch is None:
-        best = metrics["valid_ppl"]
-    stop = metrics.get("stopping") or {"stop_reason": None, "patience": None, "max_epochs": metrics["epochs_completed"]}
-    summary = {
-        "run": spec["name"], "dataset": spec["dataset"], "pct": int(spec["pct"]), "train_tokens": tokens,
-        "hidden": int(spec["hidden"]), "variant": spec["variant"], "tying": model_cfg.tying,
-        "projection": model_cfg.projection, "dropout": study.dropout_name(spec.get("dropout", 0)),
-        "seed": int(spec["seed"]), "epochs": metrics["epochs_completed"], "stop_reason": stop["stop_reason"],
-        "patience": stop["patience"], "anneal": spec.get("anneal"), "max_epochs": stop["max_epochs"],
-        "vocab_size": len(corpus.vocab), "total_params": total, "embedding_params": emb_params,
-        "non_embedding_params": total - emb_params, "embedding_share": emb_params / total,
-        "train_ppl": metrics["train_ppl"], "train_clean_ppl": metrics["train_clean_ppl"],
-        "final_valid_ppl": metrics["valid_ppl"], "best_valid_ppl": best, "best_epoch": best_epoch,
-        "test_ppl": metrics["test_ppl"], "tokens_per_s": metrics["train_tokens_per_s"],
-        "embedding_record": record, "update_steps_tracked": tracker.steps if record else None, "settings": settings,
-        "code_version": provenance.code_version(emb, stopping),  # the engine's math and these hooks
-        "provenance": provenance.collect(spec.get("config", spec), started, args.device),
-    }
-    if record:
-        counts_used = torch.bincount(corpus.train[:tokens], minlength=len(corpus.vocab))
-        rio.write_csv(out / "updates.csv", tracker.per_word(counts_used, corpus.vocab))
-        rio.torch_save(out / "embeddings.pt", {**recorder.state_dict(), "variant": spec["variant"],
-                                               "seed": int(spec["seed"])})
-    rio.write_json(out / "summary.json", summary)
-
-
-# ----------------------------------------------------------------------------- transformer
-def cmd_transformer(args) -> int:
-    from replicate.scale.transformer import train
-    from replicate.data import load_corpus
-
-    spec = load_spec(args.spec)
-    train(spec, load_corpus(args.corpus), args.out_dir, threads=args.threads, device=args.device)
-    return 0
 
 
 # ----------------------------------------------------------------------------- table
@@ -260,10 +178,6 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    add_job_args(sub.add_parser("train", help="one LSTM run of the grid (with analysis hooks)"), run=True,
-                 checkpoint=True)
-    add_job_args(sub.add_parser("transformer", help="one small Llama-style run on WikiText-2"), run=True)
-
     q = sub.add_parser("table", help="tying-gain tables, claims and figures")
     add_job_args(q, threads=False, device=False)
     for name in ("runs", "by-seed", "gain", "data", "claims"):
@@ -291,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"train": cmd_train, "transformer": cmd_transformer, "table": cmd_table, "embeddings": cmd_embeddings,
+COMMANDS = {"table": cmd_table, "embeddings": cmd_embeddings,
             "transformer-summary": cmd_transformer_summary}
 
 

@@ -479,27 +479,3 @@ def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
                    log_ratio_hi=d["hi"] if d else None)
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def one_thread_hours(cfg: dict[str, Any]) -> dict[str, float]:
-    """Expected one-thread hours of the scale section ``cfg`` (the config after schema defaults), as the
-    rules' ``one_thread_min`` resources count them for ``python -m replicate costs`` (each job rounded up
-    to a whole minute): every LSTM run at its epoch cap (an upper bound under early stopping: a run that
-    stops earlier costs less) and every transformer run. From the measured throughput of
-    ``replicate.resources`` (MEASURED_ON)."""
-    from replicate import resources
-
-    lstm, n_lstm = 0, 0
-    for p in lstm_grid(cfg):
-        shape = resources.corpus_shape(p["dataset"])
-        overrides = lstm_overrides(cfg["lstm"], int(p["pct"]), p["dropout"])
-        settings = run_settings({"size": cfg["lstm"]["size"], "overrides": overrides}, p["hidden"], p["variant"],
-                                p["seed"], train_tokens_for(shape["train"], int(p["pct"])))
-        model, train = resolve(settings, shape["vocab"])
-        lstm += math.ceil(60 * resources.lstm_estimate(model, train, shape).one_thread_hours)
-        n_lstm += 1
-    tf = cfg["transformer"]
-    n_tf = len(transformer_runs(tf)) if tf["enabled"] else 0
-    tf_min = n_tf * math.ceil(60 * resources.transformer_one_thread_hours(tf, resources.corpus_shape(tf["dataset"])))
-    return {"lstm_runs": n_lstm, "lstm_hours": lstm / 60, "transformer_runs": n_tf, "transformer_hours": tf_min / 60,
-            "total_hours": (lstm + tf_min) / 60}

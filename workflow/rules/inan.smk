@@ -1,6 +1,6 @@
 # Inan et al. 2017: Table 1 (VD-LSTM, +AL, +RE, +REAL), the tau x gamma ablation and section 6.2
 # (Figure 1). Training is the Press & Wolf engine (replicate/lstm) + the augmented loss (replicate/inan); its
-# training rules are in runs.smk. Targets and the section 6.2 point functions: inan_common.smk.
+# training rules and the section 6.2 point rule are in runs.smk (replicate/inan/runs.py). Targets: inan_common.smk.
 localrules:
     inan_table1,
     inan_ablation_table,
@@ -81,34 +81,6 @@ rule inan_ablation_table:
     shell:
         "python -m replicate inan ablation-table --spec {params.spec:q} --protocol {params.protocol} "
         "--out {output} {input} > {log} 2>&1"
-
-
-rule inan_subspace_point:
-    input:
-        corpus=corpus_input("ptb"),
-        checked=plan_check(inan_point_check),
-    output:
-        R(paths.INAN_POINT),
-    wildcard_constraints:
-        reading=r"[a-z0-9_]+",
-        tau=r"[0-9.e+-]+",
-        beta=r"[0-9.e+-]+",
-    params:
-        spec=inan_point_spec,
-        work_dir=R(paths.INAN_POINT_WORK),
-        device=config["device"],
-        tf32="--allow-tf32" if config["allow_tf32"] else "",
-        code=code_version("inan.subspace_exp"),  # a point reuses seeds of unchanged math
-    threads: INAN_SUB["threads"]
-    resources:
-        gpu=train_gpus,
-    log:
-        R("logs/inan/subspace/{reading}/tau{tau}_beta{beta}.log"),
-    benchmark:
-        R("benchmarks/inan/subspace/{reading}/tau{tau}_beta{beta}.tsv")
-    shell:
-        "python -m replicate inan subspace --spec {params.spec:q} --corpus {input.corpus} --out {output} "
-        "--work-dir {params.work_dir:q} --threads {threads} --device {params.device} {params.tf32} > {log:q} 2>&1"
 
 
 rule inan_figure1:

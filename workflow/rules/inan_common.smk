@@ -1,6 +1,6 @@
-# Inan et al. 2017: config views, target lists and the section 6.2 point functions used by inan.smk (its training
-# runs: replicate/inan/runs.py, trained by runs.smk's inan_train, inan_ablation_train and inan_screen_train).
-from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names, reading_seeds, reading_settings
+# Inan et al. 2017: config views and target lists used by inan.smk (its runs: replicate/inan/runs.py, trained by
+# runs.smk's inan_train, inan_ablation_train, inan_screen_train and inan_subspace_point).
+from replicate.inan.readings import fmt as inan_fmt, points as inan_points, reading_names
 from replicate.inan.train import VARIANTS as INAN_VARIANTS
 
 INAN = config["inan"]
@@ -38,26 +38,3 @@ def inan_targets():
         if len(INAN_READINGS) > 1:
             out.append(R(paths.INAN_READINGS))
     return out
-
-def inan_point_check(wc):
-    """Plan-time check of a section 6.2 point: a defined reading, tau and beta of its path in range."""
-    where = f"Inan section 6.2 point {wc.reading}/tau{wc.tau}_beta{wc.beta}"
-    readings = INAN_SUB["readings"]
-    if wc.reading not in readings:
-        raise SettingError(f"{where}: unknown reading {wc.reading!r}{nearest(wc.reading, readings)}",
-                           f"use one of {', '.join(sorted(readings))}, or define it under inan.subspace.readings")
-    fix = "ask for e.g. .../zero_w_sgd/tau10_beta0.5.json, or list the value under inan.subspace.panel_a / panel_b"
-    check_wildcard(wc, "tau", "inan.schema.yaml#/properties/subspace/properties/panel_b/properties/taus/items",
-                   where, fix)
-    check_wildcard(wc, "beta", "inan.schema.yaml#/properties/subspace/properties/panel_a/properties/betas/items",
-                   where, fix)
-
-
-def inan_point_spec(wc):
-    """One point of one reading: that reading's settings and seeds only (editing another reading, or the
-    list of compared readings, reruns nothing here)."""
-    settings = reading_settings(INAN_SUB, wc.reading)
-    spec = {"reading": wc.reading, "subspace": settings, "tau": float(wc.tau), "beta": float(wc.beta),
-            "seeds": reading_seeds(INAN_SUB, wc.reading)}
-    return spec_json({**spec, "config": run_config(None, inan_subspace=settings, reading=wc.reading,
-                                                   tau=float(wc.tau), beta=float(wc.beta))})

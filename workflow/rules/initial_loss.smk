@@ -1,37 +1,11 @@
 # The initial-loss sweep (a Llama-style transformer at init, tied vs untied): one streamed sweep job per
-# width -> tables -> figures; plus the peak-RSS benchmark of one streamed point. Logic: replicate/initial_loss/.
-# Targets and the sweep spec: initial_loss_common.smk.
+# width (replicate/initial_loss/runs.py, trained by runs.smk's initial_loss_sweep) -> tables -> figures; plus the
+# peak-RSS benchmark of one streamed point. Logic: replicate/initial_loss/. Targets: initial_loss_common.smk.
 
 
 localrules:
     initial_loss_tables,
     initial_loss_figures,
-
-
-rule initial_loss_sweep:
-    input:
-        checked=plan_check(lambda wc: initial_loss_point_check(wc.width, f"initial-loss sweep point d={wc.width}")),
-    output:
-        csv=R(paths.IL_SWEEP),
-        provenance=R(paths.IL_SWEEP_PROVENANCE),
-    wildcard_constraints:
-        width=r"\d+",
-    params:
-        spec=IL_SWEEP_SPEC,
-        code=code_version("initial_loss.sweep"),
-    threads: 2
-    resources:
-        mem_mb=sweep_mem_mb(IL),
-        runtime=sweep_runtime(IL),
-        one_thread_min=sweep_one_thread_min(IL),
-        gpu=train_gpus,
-    log:
-        R("logs/initial_loss/sweep_d{width}.log"),
-    benchmark:
-        R("benchmarks/initial_loss/sweep_d{width}.tsv")
-    shell:
-        "python -m replicate initial-loss sweep --width {wildcards.width} --spec {params.spec:q} "
-        "--threads {threads} --out {output.csv} > {log} 2>&1"
 
 
 rule initial_loss_tables:
@@ -89,7 +63,7 @@ rule initial_loss_memory:
     output:
         R(paths.IL_MEMORY),
     params:
-        spec=spec_json(run_config(None, initial_loss={**{k: IL[k] for k in _IL_SWEEP_KEYS},
+        spec=spec_json(run_config(None, initial_loss={**{k: IL[k] for k in IL_SWEEP_KEYS},
                                                       "memory_benchmark": IL["memory_benchmark"]})),
         code=code_version("initial_loss.sweep"),
     threads: 2

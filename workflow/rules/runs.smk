@@ -1,9 +1,9 @@
-# The training runs that the experiments declare (replicate/<experiment>/runs.py): one rule per run kind, named by
-# the kind (press_wolf_train, inan_train, inan_ablation_train, inan_screen_train), so `--set-threads inan_train=1`
-# and a profile's set-resources name them as before. A job runs `python -m replicate train <experiment> <run_id>`
-# with this command's config files and --config keys: the command it prints is the command to type. Its `spec`
-# param is the run's resolved settings (Snakemake reruns a job whose settings changed); threads and resources come
-# from the same Run.
+# The runs that the experiments declare (replicate/<experiment>/runs.py): one rule per run kind, named by the kind
+# (press_wolf_train, inan_train, inan_ablation_train, inan_screen_train, inan_subspace_point, scale_train,
+# scale_transformer, initial_loss_sweep), so `--set-threads inan_train=1` and a profile's set-resources name them as
+# before. A job runs `python -m replicate train <experiment> <run_id>` with this command's config files and --config
+# keys: the command it prints is the command to type. Its `spec` param is the run's resolved settings (Snakemake
+# reruns a job whose settings changed); threads and resources come from the same Run.
 import functools
 import shlex
 
@@ -16,8 +16,9 @@ CONFIG_ARGS = experiments.config_args(workflow.overwrite_configfiles, workflow.c
 
 @functools.lru_cache(maxsize=None)
 def declared_run(experiment, run_id):
-    """The Run of a run id (a SettingError names what is wrong with it, and the canonical spelling)."""
-    return experiments.resolve_run(config, experiment, run_id)
+    """The Run of a run id: a configured one as the Snakefile resolved it, another resolved now (a SettingError
+    names what is wrong with it, and the canonical spelling)."""
+    return RUNS[experiment].get(run_id) or experiments.resolve_run(config, experiment, run_id)
 
 
 def run_targets(experiment, prefix=""):
@@ -46,10 +47,14 @@ def train_args(kind, wildcards):
     return f"{kind.experiment} {shlex.quote(kind.run_id(wildcards))} {CONFIG_ARGS}"
 
 
-def train_outputs(kind):
-    files = ("metrics", "history") if kind.history else ("metrics",)
-    return {name: R(f"{kind.experiment}/{kind.pattern}/{name}.{'json' if name == 'metrics' else 'csv'}")
-            for name in files}
+def job_option(kind, name, value):
+    """A job option as a param: a rerun trigger if the kind's results were recorded with it, else derived."""
+    return value if name in kind.triggers else (lambda wildcards, output: value)
+
+
+def train_resource(kind, key):
+    """`key` of a job's resources (its Run's estimate at the job's threads and attempt)."""
+    return lambda wildcards, threads, attempt: job_run(kind)(wildcards).resources(threads, attempt)[key]
 
 
 for kind in experiments.kinds():
@@ -57,30 +62,30 @@ for kind in experiments.kinds():
     rule:
         name: kind.rule
         input:
-            corpus=lambda wildcards, kind=kind: corpus_input(job_run(kind)(wildcards).dataset),
+            corpus=lambda wildcards, kind=kind: ([corpus_input(run.dataset)]
+                                                 if (run := job_run(kind)(wildcards)).dataset else []),
             checked=plan_check(train_check(kind)),
         output:
-            **train_outputs(kind),
+            **{name: R(f"{kind.experiment}/{kind.pattern}{suffix}") for name, suffix in kind.outputs.items()},
         wildcard_constraints:
             **kind.constraints,
         params:
             spec=lambda wildcards, kind=kind: job_run(kind)(wildcards).spec_json,
             # `<experiment> <run_id> --configfile ...`: named from the output path, so no rerun trigger (the spec is)
             args=lambda wildcards, output, kind=kind: train_args(kind, wildcards),
-            device=config["device"],
-            flags=engine_flags(keep_checkpoint=kind.keep_checkpoint or None),
+            device=job_option(kind, "device", config["device"]),
+            flags=job_option(kind, "flags", engine_flags(keep_checkpoint=kind.keep_checkpoint or None)),
             code=code_version(*kind.code),
-        threads: config[kind.experiment]["threads"]
+            **({"work_dir": R(f"{kind.experiment}/{kind.work}")} if kind.work else {}),
+        threads: lambda wildcards, kind=kind: job_run(kind)(wildcards).threads
         resources:
             # cluster memory/time limit from the model size x attempt, a GPU when device is cuda (resources.smk)
-            mem_mb=lambda wildcards, threads, attempt, kind=kind: job_run(kind)(wildcards).resources(threads, attempt)["mem_mb"],
-            runtime=lambda wildcards, threads, attempt, kind=kind: job_run(kind)(wildcards).resources(threads, attempt)["runtime"],
-            one_thread_min=lambda wildcards, kind=kind: job_run(kind)(wildcards).resources()["one_thread_min"],
+            **{key: train_resource(kind, key) for key in kind.resources},
             gpu=train_gpus,
         log:
-            R(f"logs/{kind.experiment}/{kind.pattern}.log"),
+            R(f"logs/{kind.experiment}/{kind.log or kind.pattern}.log"),
         benchmark:
-            R(f"benchmarks/{kind.experiment}/{kind.pattern}.tsv")
+            R(f"benchmarks/{kind.experiment}/{kind.log or kind.pattern}.tsv")
         shell:
             "python -m replicate train {params.args} --threads {threads} --device {params.device} {params.flags} "
             "> {log:q} 2>&1"

@@ -1,9 +1,10 @@
 # When does tying pay off? (data scale, model scale, a small transformer) and Press & Wolf's embedding
-# analysis. One LSTM job per grid cell x seed (the update/snapshot hooks ride along on every
-# run), one transformer job per variant x std x seed, then three cheap aggregation rules.
+# analysis. One LSTM job per grid cell x seed (the update/snapshot hooks ride along on the analysis'
+# runs), one transformer job per variant x std x lr x seed (replicate/scale/runs.py, trained by runs.smk), then
+# three cheap aggregation rules.
 # Re-run one point (own folder, e.g. 25% of PTB, hidden 400, tied, seed 3):
 #   snakemake --cores 2 results/scale/runs/ptb/p25_h400_tied_drop0/seed3/summary.json
-# Logic: replicate/scale/ (grid and tables: study.py; hooks and similarity: embeddings.py).
+# Logic: replicate/scale/ (runs: runs.py; grid and tables: study.py; hooks and similarity: embeddings.py).
 # Config views, run lists and targets: scale_common.smk.
 
 
@@ -13,39 +14,8 @@ localrules:
     scale_transformer_summary,
 
 
-rule scale_train:
-    input:
-        corpus=lambda wildcards: corpus_input(wildcards.dataset),
-        checked=plan_check(scale_train_check),
-    output:
-        metrics=R(paths.SCALE_METRICS),
-        summary=R(paths.SCALE_SUMMARY),
-    wildcard_constraints:
-        pct=r"\d+",
-        hidden=r"\d+",
-        variant="untied|tied|untied_pr|tied_pr",
-        dropout=r"\d+(\.\d+)?",
-    params:
-        spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None), record=False)),
-        out_dir=subpath(output.metrics, parent=True),
-        device=config["device"],
-        flags=engine_flags(),
-        code=SC_LSTM_CODE,
-    threads: SC["threads"]
-    resources:
-        runtime=runtime_at_least(SC["runtime_minutes"], lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset)),
-        one_thread_min=lstm_one_thread_min(scale_train_settings, lambda wc: wc.dataset),
-        gpu=train_gpus,
-    log:
-        R("logs/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}_drop{dropout}/seed{seed}.log"),
-    benchmark:
-        R("benchmarks/scale/runs/{dataset}/p{pct}_h{hidden}_{variant}_drop{dropout}/seed{seed}.tsv")
-    shell:
-        "python -m replicate scale train --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} {params.flags} > {log:q} 2>&1"
-
-
-# The embedding analysis' runs (scale.analysis): the same job with the update and snapshot hooks, which
+# The grid's runs and the transformer runs are declared in replicate/scale/runs.py and trained by runs.smk's
+# scale_train and scale_transformer. The embedding analysis' runs (scale.analysis): the same job, which then
 # also writes updates.csv and embeddings.pt (never published, so these runs are not restorable).
 use rule scale_train as scale_train_recorded with:
     output:
@@ -55,8 +25,6 @@ use rule scale_train as scale_train_recorded with:
         embeddings=R(paths.SCALE_EMBEDDINGS_RUN),
     wildcard_constraints:
         **SC_ANALYSIS_CONSTRAINTS,
-    params:
-        spec=lambda wc: spec_json(train_spec(SC, dict(wc.items()), run_config(None), record=True)),
 
 
 ruleorder: scale_train_recorded > scale_train
@@ -120,36 +88,6 @@ rule scale_embeddings:
         "--out-updates {output.updates} --out-similarity {output.similarity} "
         "--out-similarity-epochs {output.similarity_epochs} --out-wordsim {output.wordsim} "
         "--figures-dir {params.figures} {params.runs} > {log} 2>&1"
-
-
-rule scale_transformer:
-    input:
-        corpus=corpus_input(SC_TF["dataset"]),
-        checked=plan_check(scale_transformer_check),
-    output:
-        summary=R(paths.SCALE_TRANSFORMER_SUMMARY),
-        curve=R(paths.SCALE_TRANSFORMER_CURVE),
-    wildcard_constraints:
-        variant="untied|tied|tied_rescale|tied_rescale_unit",
-        std=r"[A-Za-z0-9_.\-]+",
-        lr=r"[0-9][0-9.e\-]*",
-    params:
-        spec=lambda wc: spec_json(transformer_spec(SC, dict(wc.items()), run_config(None))),
-        out_dir=subpath(output.summary, parent=True),
-        device=config["device"],
-        code=code_version("scale.transformer"),  # the version its summary.json records
-    threads: SC["threads"]
-    resources:
-        runtime=runtime_at_least(SC["runtime_minutes"], transformer_one_thread_min),
-        one_thread_min=transformer_one_thread_min,
-        gpu=train_gpus,
-    log:
-        R("logs/scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}.log"),
-    benchmark:
-        R("benchmarks/scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}.tsv")
-    shell:
-        "python -m replicate scale transformer --spec {params.spec:q} --corpus {input.corpus} "
-        "--out-dir {params.out_dir:q} --threads {threads} --device {params.device} > {log:q} 2>&1"
 
 
 rule scale_transformer_summary:
