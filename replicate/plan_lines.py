@@ -43,10 +43,13 @@ DRY_RUN = "This was a dry-run"  # Snakemake's last line of a plan (-n)
 CHECKPOINT = "checkpoint.pt"  # replicate.lstm.train.CHECKPOINT (not imported here: it imports torch)
 
 
+SPEC_MARK = "<spec sha256 "
+
+
 def spec_placeholder(spec_text: str) -> str:
     """The printed stand-in of a JSON spec: its sha256 prefix (changes with any setting) and length."""
     digest = hashlib.sha256(spec_text.encode()).hexdigest()[:12]
-    return f"<spec sha256 {digest}, {len(spec_text):,} chars>"
+    return f"{SPEC_MARK}{digest}, {len(spec_text):,} chars>"
 
 
 def shorten_specs(text: str) -> str:
@@ -138,21 +141,23 @@ class ShortPlanFilter(logging.Filter):
         self.interrupted = False  # Snakemake said Ctrl-C stopped the run
         self.how: str | None = None  # the signal that stopped the job whose "Error in rule" comes next
         self.stopped = 0  # jobs reported stopped
+        self.output: str | None = None  # the first output of the job whose command comes next
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", "") or "")
         if event == "job_info":
+            outputs = getattr(record, "output", None)
+            self.output = outputs[0] if isinstance(outputs, list) and outputs else None
             if isinstance(getattr(record, "reason", None), str):
-                outputs = getattr(record, "output", None)
                 record.reason = shorten_reason(record.reason) + resume_note(outputs if isinstance(outputs, list) else [])
             for key in ("input", "output", "log"):
                 if isinstance(getattr(record, key, None), list):
                     setattr(record, key, shorten_files(getattr(record, key)))
         elif event == "shellcmd":
             if isinstance(getattr(record, "shellcmd", None), str):
-                record.shellcmd = shorten_command(record.shellcmd)
+                record.shellcmd = self._copyable(shorten_command(record.shellcmd))
             if isinstance(record.msg, str):
-                record.msg = shorten_command(record.msg)
+                record.msg = self._copyable(shorten_command(record.msg))
         elif event == "job_error":
             if isinstance(getattr(record, "shellcmd", None), str):
                 record.shellcmd = shorten_specs(record.shellcmd)
@@ -169,6 +174,12 @@ class ShortPlanFilter(logging.Filter):
                              "last checkpoint)"
             record.msg = wrap_long_lines(shorten_specs(record.msg))
         return True
+
+    def _copyable(self, cmd: str) -> str:
+        """A command whose spec was shortened cannot be pasted: add the one that reruns the job."""
+        if SPEC_MARK not in cmd or not self.output:
+            return cmd
+        return f"{cmd}\n    rerun this job alone: snakemake --cores 1 --force {self.output}"
 
     def _one_line(self, record: logging.LogRecord, how: str) -> None:
         """Turn a stopped job's "Error in rule" record into one plain line."""

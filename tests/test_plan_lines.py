@@ -73,6 +73,23 @@ def test_filter_rewrites_job_records_and_is_installed_once(monkeypatch):
     assert [type(f) for f in full.filters] == [plan_lines.PlanCostFilter], "the cost line does not depend on it"
 
 
+def test_a_command_with_a_shortened_spec_says_how_to_rerun_its_job():
+    """A shortened spec cannot be pasted; the printed command is followed by the snakemake line that reruns the
+    job (its first output, forced); a command with nothing shortened is left as it is."""
+    short = plan_lines.ShortPlanFilter()
+    job = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
+    job.event, job.output = "job_info", ["results/tables/inan_figure1.csv", "results/tables/inan_figure1_runs.csv"]
+    assert short.filter(job)
+    spec = json.dumps({"inan": {"subspace": {"tau": 10, "betas": list(range(40))}}})
+    for text, copyable in ((f"python -m replicate inan figure1 --spec {shlex.quote(spec)} --out x.csv", False),
+                           ("python -m replicate train inan table1/ptb/small_vd --configfile config/config.yaml", True)):
+        cmd = logging.LogRecord("x", logging.INFO, "", 0, "", None, None)
+        cmd.event, cmd.shellcmd = "shellcmd", text
+        assert short.filter(cmd)
+        rerun = "rerun this job alone: snakemake --cores 1 --force results/tables/inan_figure1.csv"
+        assert (rerun in cmd.shellcmd) is not copyable and (cmd.shellcmd == text) is copyable
+
+
 def test_cost_filter_puts_the_plan_cost_above_the_dry_run_line():
     cost = plan_lines.PlanCostFilter(cores=2)
     for rule, minutes in (("press_wolf_train", 120), ("inan_train", 240), ("report", None)):
