@@ -787,9 +787,10 @@ def test_published_report_has_nothing_unfilled_and_counts_match(bundle_report):
     v = {k: x.verdict for k, x in bundle_report["verdicts"].items()}
     assert v["inan_al_vd"] == E.NOT_REPRODUCED
     assert "AL gain over VD-LSTM, valid ppl: 1.37 ± 1.76 ppl against the paper's 6.3 ppl: not reproduced" in md
-    # section 6.2: the shape holds twice, the level (0.151 against 0.06) is the one miss
-    assert (v["inan_subspace"], v["inan_subspace_rapid"], v["inan_subspace_level"]) == (
-        E.HOLDS, E.HOLDS, E.NOT_REPRODUCED_LARGER)
+    # section 6.2 (3 seeds a point): the shape holds twice and the level (0.066 ± 0.041 against 0.06) is
+    # reproduced, each judged once; the tau effect (no paper value) is inside the seed noise
+    assert (v["inan_subspace"], v["inan_subspace_rapid"], v["inan_subspace_level"], v["inan_subspace_tau"]) == (
+        E.HOLDS, E.HOLDS, E.REPRODUCED, E.INCONCLUSIVE)
     assert "**Initial loss and embedding share** (the essay's claims; closed-form" in md
     assert "**The scale study** (the essay's claims; trained runs)" in md
     # the rows within each paper's bar and the scale runs at the epoch cap, as stated: counted from the tables
