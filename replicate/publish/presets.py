@@ -165,7 +165,7 @@ CHECKS: dict[tuple[str, str], Callable[[str, dict, dict], list[str]]] = {
 def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record: dict) -> str | None:
     """Why a run's recorded settings are not those of the preset its protocol names (None: they are, or the
     label names no preset)."""
-    check = _run if declared(experiment, run.partition("/")[2]) else CHECKS.get((experiment, kind))
+    check = CHECKS.get((experiment, kind)) or (_run if declared(experiment, run.partition("/")[2]) else None)
     if protocol not in PRESETS or check is None:
         return None
     try:
