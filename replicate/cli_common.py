@@ -23,25 +23,12 @@ SPEC_SOURCE = ("Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p 
                "range: config/README.md (schemas: workflow/schemas/)")
 
 
-def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True, device: bool = True, run: bool = False,
-                 checkpoint: bool = False,
+def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True,
                  spec_help: str = "JSON spec, as the rule builds it") -> argparse.ArgumentParser:
-    """``--spec``; ``threads``: ``--threads``; ``device``: ``--device`` and ``--allow-tf32``; ``run``:
-    ``--corpus`` and ``--out-dir`` (one training run); ``checkpoint``: ``--drop-checkpoint`` (an engine run)."""
+    """``--spec``; ``threads``: ``--threads``."""
     parser.add_argument("--spec", required=True, help=f"{spec_help}. {SPEC_SOURCE}")
-    if run:
-        parser.add_argument("--corpus", required=True, help="prepared corpus.pt")
-        parser.add_argument("--out-dir", required=True)
-    if checkpoint:
-        parser.add_argument("--drop-checkpoint", action="store_true",
-                            help="delete the run folder's checkpoint.pt once its results are written (config "
-                                 "keep_final_checkpoint: false); a rerun of the target then trains from scratch "
-                                 "instead of only re-evaluating")
     if threads:
         parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    if device:
-        parser.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-        parser.add_argument("--allow-tf32", action="store_true", help="allow TF32 matmuls on CUDA")
     return parser
 
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                               ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),
                               ("screen-table", _screen, "short-scale screen: each run's gain over its VD-LSTM baseline")):
         p = sub.add_parser(name, help=help_)
-        add_job_args(p, threads=False, device=False, spec_help="resolved config slice (provenance)")
+        add_job_args(p, threads=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
         p.add_argument("--out", required=True)
         if name == "table1":
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(func=func)
 
     p = sub.add_parser("figure1", help="section 6.2: Figure 1 data CSVs and figure")
-    add_job_args(p, threads=False, device=False)
+    add_job_args(p, threads=False)
     p.add_argument("--protocol", required=True)
     p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
     p.add_argument("--out", required=True, help="per-point CSV")
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_figure1)
 
     p = sub.add_parser("readings-table", help="section 6.2: the readings' Figure 1 shapes side by side")
-    add_job_args(p, threads=False, device=False)
+    add_job_args(p, threads=False)
     p.add_argument("--protocol", required=True)
     p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
     p.add_argument("--out", required=True)

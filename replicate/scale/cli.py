@@ -179,14 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     q = sub.add_parser("table", help="tying-gain tables, claims and figures")
-    add_job_args(q, threads=False, device=False)
+    add_job_args(q, threads=False)
     for name in ("runs", "by-seed", "gain", "data", "claims"):
         q.add_argument(f"--out-{name}", required=True)
     q.add_argument("--figures-dir", required=True)
     q.add_argument("summaries", nargs="+", help="summary.json of every run")
 
     q = sub.add_parser("embeddings", help="embedding analysis over the analysis runs")
-    add_job_args(q, threads=False, device=False)
+    add_job_args(q, threads=False)
     q.add_argument("--corpus", required=True, help="the corpus the runs used (vocabulary)")
     for name in ("updates", "similarity", "similarity-epochs", "wordsim"):
         q.add_argument(f"--out-{name}", required=True)
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("runs", nargs="+", help="run folders (summary.json, updates.csv, embeddings.pt)")
 
     q = sub.add_parser("transformer-summary", help="table, curves and figures of the transformer runs")
-    add_job_args(q, threads=False, device=False)
+    add_job_args(q, threads=False)
     q.add_argument("--out-table", required=True)
     q.add_argument("--out-curves", required=True)
     q.add_argument("--out-comparison", required=True)
