@@ -223,6 +223,37 @@ def test_a_checkpoint_with_one_flipped_byte_is_refused_on_resume(corpus, tmp_pat
     assert not (tmp_path / "metrics.json").exists()
 
 
+def test_a_garbled_checkpoint_names_the_intact_one_before_it_which_resumes_bit_identically(corpus, tmp_path):
+    """Each save keeps the checkpoint it replaces (checkpoint.prev.pt, checksummed); when the current one is
+    garbled, the refusal names the previous one, and resuming from it ends as the uninterrupted run does; a
+    finished run drops it."""
+    spec = {**SPEC, "settings": {**SPEC["settings"], "epochs": 3}}
+    whole = runner.train_run(spec, corpus, tmp_path / "whole", threads=1, device="cpu", log=quiet)
+    assert not (tmp_path / "whole" / runner.PREVIOUS).exists()
+
+    def stop_after_two(epoch, model, record):
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        runner.train_run(spec, corpus, run, threads=1, device="cpu", log=quiet, on_epoch=stop_after_two)
+    ckpt, prev = run / "checkpoint.pt", run / runner.PREVIOUS
+    assert rio.checksum_status(prev) is True and torch.load(prev, weights_only=True)["epoch"] == 1
+    assert torch.load(ckpt, weights_only=True)["epoch"] == 2
+    data = bytearray(ckpt.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    ckpt.write_bytes(bytes(data))
+    with pytest.raises(ReplicateError) as err:
+        runner.train_run(spec, corpus, run, threads=1, device="cpu", log=quiet)
+    assert f"move {prev} and its {prev.name}.sha256 over checkpoint.pt and checkpoint.pt.sha256" in str(err.value)
+    os.replace(prev, ckpt)
+    os.replace(rio.checksum_path(prev), rio.checksum_path(ckpt))
+    again = runner.train_run(spec, corpus, run, threads=1, device="cpu", log=quiet)
+    assert again["valid_ppl"] == whole["valid_ppl"] and again["test_ppl"] == whole["test_ppl"]
+    assert not prev.exists() and not rio.checksum_path(prev).exists()
+
+
 def test_a_checkpoint_written_before_checksums_still_resumes_and_says_so(corpus, tmp_path):
     first = runner.train_run(SPEC, corpus, tmp_path, threads=1, device="cpu", log=quiet)
     rio.checksum_path(tmp_path / "checkpoint.pt").unlink()  # as the checkpoints of runs in flight today

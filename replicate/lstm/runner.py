@@ -6,6 +6,8 @@ for provenance>}. Writes ``out_dir/metrics.json`` (with provenance), ``history.c
 
 Before a resume, the checkpoint is checked against its checksum (``checkpoint.pt.sha256``, written by
 ``replicate.io.torch_save``); a checkpoint written before checksums resumes unchecked, and says so. Before
+each checkpoint save, the checkpoint it replaces is kept as ``checkpoint.prev.pt`` (when its checksum checks),
+so a checkpoint garbled later has an intact one beside it; a finished run drops it. Before
 ``metrics.json`` is written, every number of the result must be finite: a run whose perplexity overflowed
 (it diverged) fails with a named error and writes no result. A run stopped by a numerical fault records it in
 ``fault.json``; a rerun with the same fingerprint would resume the kept checkpoint and hit the same fault, so
@@ -18,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import signal
 import threading
 from pathlib import Path
@@ -37,6 +40,7 @@ from replicate.lstm.train import CHECKPOINT, HISTORY, Trainer, seed_everything
 # settings that do not change the trained weights: a checkpoint stays valid when they change
 NOT_MATH = ("checkpoint_minutes", "log_every", "eval_window", "eval_max_tokens")
 FAULT = "fault.json"  # the numerical fault that stopped the run's last attempt
+PREVIOUS = "checkpoint.prev.pt"  # the checkpoint before the current one, while the run trains
 
 
 class NumericalFault(ReplicateError):
@@ -76,6 +80,7 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     trainer = trainer_cls(model, train_cfg, corpus.train, corpus.valid, corpus.test, run_dir=out_dir,
                           name=spec["name"], device=dev, log=log, fingerprint=fingerprint, **hooks)
     check_checkpoint(out_dir / CHECKPOINT, spec["name"], log)
+    keep_previous_checkpoint(trainer)
     with faults_recorded(trainer, fault):
         metrics = trainer.run()
         check_finite(spec["name"], metrics, train_cfg)
@@ -86,6 +91,8 @@ def train_run(spec: dict[str, Any], corpus, out_dir: str | Path, threads: int | 
     rio.write_csv(out_dir / HISTORY, pd.DataFrame(metrics["history"]))
     rio.write_json(out_dir / "metrics.json", result)
     fault.unlink(missing_ok=True)  # a fault of other settings or code, superseded
+    for path in (out_dir / PREVIOUS, rio.checksum_path(out_dir / PREVIOUS)):  # the finished run needs only its last
+        path.unlink(missing_ok=True)
     log(f"[{spec['name']}] done: train {metrics['train_ppl']:.2f} (clean {metrics['train_clean_ppl']:.2f}) "
         f"valid {metrics['valid_ppl']:.2f} test {metrics['test_ppl']:.2f}")
     return result
@@ -99,11 +106,34 @@ def check_checkpoint(path: Path, name: str, log=print) -> None:
         log(f"[{name}] {path} has no checksum ({rio.checksum_path(path).name}: written before checkpoints carried "
             "one); resuming from it unchecked")
     elif not status:
-        sidecar = rio.checksum_path(path)
+        sidecar, previous = rio.checksum_path(path), path.with_name(PREVIOUS)
+        back = (f"to resume from the checkpoint before it (intact: its checksum checks), move {previous} and its "
+                f"{rio.checksum_path(previous).name} over {path.name} and {sidecar.name}; "
+                if previous.is_file() and rio.checksum_status(previous) else "")
         raise ReplicateError(f"run {name}: checkpoint {path} does not match its checksum in {sidecar} (its bytes "
                              "changed after it was written: a disk or copy fault, or an edit); not resumed",
-                             f"delete {path} and {sidecar} to train the run from scratch; or, to resume from this "
-                             f"checkpoint anyway, delete {sidecar} only (it then resumes unchecked)")
+                             f"{back}delete {path} and {sidecar} to train the run from scratch; or, to resume from "
+                             f"this checkpoint anyway, delete {sidecar} only (it then resumes unchecked)")
+
+
+def keep_previous_checkpoint(trainer: Trainer) -> None:
+    """Before each of the trainer's checkpoint saves, keep the checkpoint it replaces, if intact, as
+    ``checkpoint.prev.pt`` with its checksum file (hard links: the save writes a new file, so no bytes are copied)."""
+    save, current = trainer.save_checkpoint, trainer.checkpoint_path
+    if current is None:
+        return
+    previous = current.with_name(PREVIOUS)
+
+    def save_keeping_previous() -> None:
+        if current.is_file() and rio.checksum_status(current):
+            for src, dst in ((rio.checksum_path(current), rio.checksum_path(previous)), (current, previous)):
+                tmp = dst.with_name(dst.name + ".link")
+                tmp.unlink(missing_ok=True)
+                os.link(src, tmp)
+                os.replace(tmp, dst)
+        save()
+
+    trainer.save_checkpoint = save_keeping_previous
 
 
 # the numbers of a result that must be finite (per epoch: HISTORY_METRICS of each history row)
