@@ -258,6 +258,32 @@ def test_replace_runs_swaps_one_run_kind_and_keeps_the_experiments_others(publis
     assert rc == 2 and "no such run kind" in out and "inan/table1" in out, out
 
 
+def test_retire_drops_the_bundle_files_a_glob_names_with_nothing_in_their_place(published, smoke_run, tmp_path):
+    """--retire takes a superseded result out of the bundle (its runs, table and benchmarks), the report and the
+    manifest with it; a glob that matches nothing, or a file the same publish ships, is refused."""
+    base = new_base(tmp_path, bundle_from=published)
+    results = results_copy(smoke_run, tmp_path / "results")
+    for kept in ("ablation", "screen", "subspace"):
+        shutil.rmtree(results / "inan" / kept)
+    screen = ["inan/screen/*", "tables/inan_screen.csv*", "benchmarks/inan/screen/*"]
+    assert any(f.startswith("inan/screen/") for f in files_of(base / BUNDLE))
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1",
+                      "--retire", *screen)
+    assert rc == 0, out
+    files = files_of(base / BUNDLE)
+    assert not [f for f in files if "screen" in f.split("/")[1] or f.startswith("tables/inan_screen")], files
+    assert any(f.startswith("inan/subspace/") for f in files) and any(f.startswith("inan/table1/") for f in files)
+    assert not [i for i, r in manifest(base)["experiments"]["inan"]["runs"].items() if r["kind"] == "screen"]
+    assert not [f for f in manifest(base)["files"] if "screen" in f.split("/")[1]]
+    assert "inan/screen/" not in (base / BUNDLE / "report/report.md").read_text()
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1",
+                      "--retire", "inan/scren/*")
+    assert rc == 2 and "--retire inan/scren/*: no file" in out, out
+    rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1",
+                      "--retire", "inan/table1/*")
+    assert rc == 2 and "which this publish also ships" in out, out
+
+
 def test_a_mix_within_the_results_is_refused_even_with_replace(published, smoke_run, tmp_path):
     base = new_base(tmp_path, bundle_from=published)
     results = results_copy(smoke_run, tmp_path / "results")

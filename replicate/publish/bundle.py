@@ -4,6 +4,7 @@ then swap the new bundle in by renaming (a reader sees the old bundle or the new
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import io
 import json
@@ -38,13 +39,13 @@ class Plan:
 
 
 def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None = None,
-         replace: bool = False, replace_runs: list[str] | tuple[str, ...] = ()) -> Plan:
+         replace: bool = False, replace_runs: list[str] | tuple[str, ...] = (), retire: tuple[str, ...] = ()) -> Plan:
     """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix.
 
     ``replace_runs``: run kinds as ``<experiment>/<kind>`` (``inan/table1``) whose runs in the bundle, with the
     files built from them, give way to those in ``results``. Of such an experiment only those runs and files are
     published (and checked, also against the bundle's other runs, which stay); its other runs in ``results``
-    are held back."""
+    are held back. ``retire``: globs of bundle files (``inan/screen/*``) dropped with nothing in their place."""
     results, bundle = Path(results), Path(bundle)
     if replace and replace_runs:
         raise ReplicateError("--replace drops all of an experiment's bundle files, --replace-runs publishes only "
@@ -68,12 +69,29 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
     limited = {n: s.only(kinds[n]) for n, s in scans.items() if n in kinds}
     held_back = [r.id for n in limited for r in scans[n].runs if r.kind not in kinds[n]]
     scans |= limited  # what a limited experiment ships: the named kinds' runs and the files built from them
-    held = {} if replace else {n: scan(bundle, n) for n in scans}
+    retired = _retired(bundle, retire, {f for s in scans.values() for f in s.files})
+    held = {} if replace else {n: scan(bundle, n, [f for f in files_under(bundle) if f not in retired]) for n in scans}
     kept = {n: s.without(kinds.get(n, set())) for n, s in held.items()}
-    dropped = {f for n in held for f in set(held[n].files) - set(kept[n].files)}
+    dropped = {f for n in held for f in set(held[n].files) - set(kept[n].files)} | retired
     checks.refuse(scans, kept, results, bundle)
     unowned = [rel for rel in files_under(results) if not rel.startswith(NEVER) and owner(rel) is None]
     return Plan(results, bundle, scans, unowned, dropped, held_back)
+
+
+def _retired(bundle: Path, globs: tuple[str, ...], published: set[str]) -> set[str]:
+    """The bundle files the ``--retire`` globs match; raise on a glob that matches none or a file also published."""
+    files = files_under(bundle) if globs else []
+    out = set()
+    for glob in globs:
+        hits = {rel for rel in files if fnmatch.fnmatchcase(rel, glob)}
+        if not hits:
+            raise ReplicateError(f"--retire {glob}: no file of {bundle} matches it", "give a glob relative to the "
+                                 f"bundle, e.g. inan/screen/* (ls {bundle})")
+        out |= hits
+    if clash := sorted(out & published):
+        raise ReplicateError(f"--retire drops {clash[0]}, which this publish also ships", "retire other files, or "
+                             "move that result out of the results folder")
+    return out
 
 
 def _replaced_kinds(names, scans: dict[str, Scan], results: Path) -> dict[str, set[str]]:

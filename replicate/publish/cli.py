@@ -2,7 +2,7 @@
 
 Merges with what the bundle holds for other experiments, refuses to mix code versions or protocols
 within an experiment (``--replace`` drops the bundle's files of the published experiments first,
-``--replace-runs`` only those of one run kind),
+``--replace-runs`` only those of one run kind, ``--retire`` the files a glob names),
 rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block. Refuses a
 working tree with uncommitted changes unless ``--allow-dirty`` (then the manifest records the diff's hash).
 ``--restore`` goes the other way: the bundle's finished runs back into a results folder (a new machine).
@@ -30,7 +30,7 @@ def _describe(p: bundle_mod.Plan) -> None:
     for rel in p.unowned:
         print(f"not published (no experiment owns it): {rel}")
     if p.dropped:
-        print(f"replaced: {len(p.dropped)} bundle files of the runs named by --replace-runs")
+        print(f"replaced or retired: {len(p.dropped)} bundle files (--replace-runs, --retire)")
     if p.held_back:
         print(f"held back (of a kind --replace-runs does not name): {len(p.held_back)} finished runs")
 
@@ -47,6 +47,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replace-runs", nargs="+", action="extend", default=[], metavar="EXPERIMENT/KIND",
                         help="let the runs of one kind (e.g. inan/table1) replace the bundle's runs of that kind, "
                              "keeping the experiment's other runs (a rerun of one table under new code)")
+    parser.add_argument("--retire", nargs="+", action="extend", default=[], metavar="GLOB",
+                        help="drop the bundle files these globs match (relative to the bundle, e.g. 'inan/screen/*'), "
+                             "with nothing in their place: results superseded, or from a source the bundle should "
+                             "not hold; each glob must match a file")
     parser.add_argument("--readme", default="README.md", help="README whose measured-results block is rewritten")
     parser.add_argument("--no-readme", action="store_true", help="leave the README alone")
     parser.add_argument("--max-mb", type=float, default=20.0, help="size limit of the bundle (default: 20 MB)")
@@ -78,7 +82,8 @@ def main(argv: list[str]) -> int:
     else:
         if not args.no_readme:
             readme_mod.check(args.readme)
-        plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace, args.replace_runs)
+        plan = bundle_mod.plan(args.results, args.bundle, args.experiment, args.replace, args.replace_runs,
+                                tuple(args.retire))
         _describe(plan)
         if args.dry_run:
             print("dry run: nothing written")
