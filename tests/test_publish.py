@@ -265,6 +265,7 @@ def test_retire_drops_the_bundle_files_a_glob_names_with_nothing_in_their_place(
     results = results_copy(smoke_run, tmp_path / "results")
     for kept in ("ablation", "screen", "subspace"):
         shutil.rmtree(results / "inan" / kept)
+        shutil.rmtree(results / "benchmarks/inan" / kept, ignore_errors=True)
     screen = ["inan/screen/*", "tables/inan_screen.csv*", "benchmarks/inan/screen/*"]
     assert any(f.startswith("inan/screen/") for f in files_of(base / BUNDLE))
     rc, out = publish(base, "--results", str(results), "--experiment", "inan", "--replace-runs", "inan/table1",
