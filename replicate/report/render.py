@@ -17,7 +17,7 @@ from markdown_it.renderer import RendererHTML
 
 from replicate.errors import ReplicateError
 from replicate.reportkit import effects as E
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 CELL_CLASSES = {E.REPRODUCED: "reproduced", E.HOLDS: "holds", E.SMALLER: "holds-off", E.LARGER: "holds-off",
                 E.INCONCLUSIVE: "inconclusive", E.NOT_REPRODUCED: "not-reproduced",
