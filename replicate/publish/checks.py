@@ -1,15 +1,7 @@
-"""The publish refusals: a working tree with uncommitted changes (unless allowed); a run with a non-finite number
-or whose settings are not those of the preset its protocol label names; a table with a non-finite number or a row
-of a skipped (unfinished) run; and, within one experiment, more than one code version per run kind or protocol,
-within what is published and against what the bundle holds.
-
-A run labelled ``reduced`` must have trained with ``config/config.yaml`` (``full``: ``config/paper.yaml``,
-``smoke``: ``config/smoke.yaml``, schema defaults filled in): its recorded settings are rebuilt from the preset by
-its experiment's declaration (``replicate/<experiment>/runs.py``, same run id), or for the kinds no declaration
-trains by the workflow's spec functions, and compared key by key (``key: recorded -> preset``; a Press & Wolf
-``@`` cell's overrides are part of its name; ``IGNORED`` settings change no number). A label that names no preset
-is not checked.
-"""
+"""The publish refusals: a dirty tree (unless allowed); a run with a non-finite number, or whose recorded settings
+differ from those its protocol's preset (config/<preset>.yaml, defaults filled) gives it, key by key; a table with
+a non-finite number or a row of a skipped run; more than one code version per run kind, or protocol, within an
+experiment, in what is published and against the bundle."""
 
 from __future__ import annotations
 

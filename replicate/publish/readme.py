@@ -91,7 +91,7 @@ def _table(frame: pd.DataFrame, view: View) -> list[str]:
     cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
     rows = view.rows(frame)[cols]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for c, v in zip(cols, row)) + " |"
+    lines += ["| " + " | ".join(map(fmt, row)) + " |"
               for row in rows.itertuples(index=False)]
     return lines
 

@@ -1,10 +1,6 @@
-"""``python -m replicate publish --restore``: copy the bundle's finished runs back into a results folder (a new
-machine), so that new runs join them and Snakemake builds the tables over all without training them again.
-
-Only a run whose rule writes nothing but the files the bundle holds is restored (``Run.restorable``); every file is
-checked against MANIFEST.json first (all or nothing), and the corpora must be prepared first: the restored files
-are stamped now, so Snakemake sees them as newer than their inputs.
-"""
+"""``python -m replicate publish --restore``: the bundle's finished, restorable runs (``Run.restorable``) copied
+back into a results folder, all or nothing, each file checked against MANIFEST.json; the corpora first, so that
+Snakemake sees the restored runs as newer than their inputs and builds the tables over them without training."""
 
 from __future__ import annotations
 

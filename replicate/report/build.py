@@ -1,10 +1,6 @@
-"""The report, built: every experiment's results read and claims judged (``SECTIONS``, ``CLAIMS``), the first
-screen and verdict table, and the template (paper/report_template.md) filled -> report.md, rendered -> index.html.
-
-A line ``{{name}}`` alone inserts a generated block (``builders``); inline ``{{verdict:<claim id>}}`` that claim's
-verdict; anything else left as ``{{`` is an error. A smoke or mixed-protocol report opens with a banner and shows
-no verdict colours.
-"""
+"""The report, built: every experiment's results read and claims judged, its first screen and verdict table, and
+the template filled (a line ``{{name}}``: a generated block; inline ``{{verdict:<claim id>}}``; anything else in
+``{{`` an error) -> report.md, rendered -> index.html. A smoke or mixed-protocol report opens with a banner."""
 
 from __future__ import annotations
 
