@@ -271,7 +271,8 @@ def redraw_figures(bundle: str | Path) -> list[Path]:
                                     / "paper" / "reference" / "press_wolf_table6.csv") if histories else []
     for inputs, draw in (  # the bundle files a drawing reads, and the drawing
             (("tables/initial_loss_summary.csv", "tables/model_families.csv"), initial_loss),
-            (("scale/gain_by_seed.csv", "tables/scale_gain.csv"), lambda s, g: sc.gain_figures(s, g, out, _protocol(g))),
+            (("scale/gain_by_seed.csv", "tables/scale_gain.csv"),
+             lambda s, g: sc.gain_figures(s, g, out, _protocol(g))),
             (("scale/update_frequency.csv",), lambda u: sc.update_figure(u, out, _protocol(u))),
             (("scale/embedding_similarity_epochs.csv",), lambda e: sc.similarity_figure(e, out, _protocol(e))),
             (("scale/transformer_curves.csv", "tables/scale_transformer.csv"),

@@ -21,11 +21,6 @@ PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
 
 
-def _without_snapshots(record: dict) -> bool:
-    """A scale run that wrote no embeddings."""
-    return record.get("embedding_record") is False
-
-
 def _seed_versions(record: dict) -> str | None:
     """A section 6.2 point: the code version its seeds share ("a, b" when they differ)."""
     versions = sorted({str(r.get("code_version")) for r in record.get("runs", [])})
@@ -95,7 +90,7 @@ EXPERIMENTS = {e.name: e for e in (
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
                         ("final_valid_ppl", "test_ppl"),
-                        restorable=_without_snapshots),  # the analysis runs' embeddings are not published
+                        restorable=lambda record: record.get("embedding_record") is False),  # no embeddings
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",),
                         tables=_built(paths.SCALE_TRANSFORMER, paths.SCALE_TRANSFORMER_COMPARISON,

@@ -75,15 +75,12 @@ def plain(res) -> bool:
     return len(labels) <= 1 and "smoke" not in labels
 
 
-SMOKE_TITLE = "smoke run (a pipeline check, not a replication)"
-
-
 def heading(res, title: str) -> str:
     """The report's title as shown: a smoke run's calls itself one, in place of 'replication report'."""
     if "smoke" not in protocols(res):
         return title
     subject = re.sub(r"[:,]?\s*replication report\s*$", "", title, flags=re.I).strip()
-    return f"{subject}: {SMOKE_TITLE}"
+    return f"{subject}: smoke run (a pipeline check, not a replication)"
 
 
 def banner(res) -> str:
