@@ -28,7 +28,7 @@ from replicate.lstm import runner
 from replicate.lstm.config import resolve
 from replicate.press_wolf.cells import cell_settings
 from replicate.publish import bundle as bundle_mod
-from replicate.publish import presets
+from replicate.publish import checks
 from replicate.publish.restore import restore
 
 SPEC = {"name": "tiny/seed1", "settings": {"size": "small", "hidden_size": 8, "batch_size": 4, "bptt": 5,
@@ -136,7 +136,7 @@ def test_the_inan_tables_refuse_non_finite_runs_and_points(tmp_path):
 def _pw_run(results: Path, cell: str, protocol: str, preset: str, **numbers) -> Path:
     """A finished Press & Wolf run as ``train_run`` records it, trained with ``preset``'s settings, labelled
     ``protocol``."""
-    settings = cell_settings(cell, presets.preset(preset)["press_wolf"].get("overrides"), seed=1)
+    settings = cell_settings(cell, checks.preset(preset)["press_wolf"].get("overrides"), seed=1)
     model, train = resolve(settings, 10000)
     record = {"run": f"{cell}/seed1", "settings": settings,
               "resolved": {"model": dataclasses.asdict(model), "train": dataclasses.asdict(train)},
@@ -176,9 +176,9 @@ def test_publish_takes_a_run_whose_settings_are_its_presets(tmp_path):
     assert [r.id for r in plan.scans["press_wolf"].runs] == ["press_wolf/small/seed1"]
     cell = "small_wt_pr@pr_form=squared@epochs=4"  # an ablation: its own overrides are part of its name
     record = json.loads(_pw_run(tmp_path / "other", cell, protocol="reduced", preset="reduced").read_text())
-    assert presets.mismatch("press_wolf", "lstm", f"press_wolf/{cell}/seed1", "reduced", record) is None
+    assert checks.mismatch("press_wolf", "lstm", f"press_wolf/{cell}/seed1", "reduced", record) is None
     record["resolved"]["train"]["lr"] = 0.5  # a setting no cell name carries
-    assert "engine.lrs" in presets.mismatch("press_wolf", "lstm", f"press_wolf/{cell}/seed1", "reduced", record)
+    assert "engine.lrs" in checks.mismatch("press_wolf", "lstm", f"press_wolf/{cell}/seed1", "reduced", record)
 
 
 def test_publish_refuses_a_run_with_non_finite_numbers(tmp_path):

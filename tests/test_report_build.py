@@ -16,13 +16,13 @@ import pytest
 from support.report_results import IL_VARIANTS, TEMPLATE, WIDTHS, _provenance, add_wide_results, make_results
 from support.workflow import REPO_ROOT, SMOKE_RESULTS, run_snakemake
 from replicate.errors import ReplicateError
-from replicate.report import experiments as X
+from replicate.report import build as X
 from replicate.report.build import build
-from replicate.report.experiments import CLAIMS, load
+from replicate.report.build import CLAIMS, load
 from replicate.report.render import to_html
 from replicate.reportkit import effects as E
 from replicate.reportkit import labels
-from replicate.reportkit.format import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
+from replicate.reportkit.labels import NO_VALUE, NOT_RUN, fmt_number, fmt_percent
 
 SECTION_HEADINGS = ["Summary", "Press & Wolf 2017", "Inan et al. 2017", "The initial loss of tied transformers",
                     "Beyond the tables", "Compute", "Provenance"]

@@ -10,11 +10,11 @@ import pytest
 from replicate.inan import claims as INC
 from replicate.initial_loss import claims as ILC
 from replicate.press_wolf import claims as PWC
-from replicate.report import experiments as X
+from replicate.report import build as X
 from replicate.reportkit import claims as C
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 from replicate.reportkit.sources import Results
 from replicate.scale import claims as SCC
 
@@ -304,7 +304,7 @@ def test_scale_claims_are_the_study_verdicts_with_their_intervals():
 def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
     """The lead's format (metric column, reading) and the older one (neither) both read; the row names the
     reading and metric, and counts the readings with the paper's shape by their flags."""
-    from replicate.report.experiments import CLAIMS
+    from replicate.report.build import CLAIMS
 
     points = [(0.0, 0.98), (0.25, 0.3), (0.5, 0.15), (0.75, 0.08), (1.0, 0.06)]
     fig = pd.DataFrame([dict(panel="a", tau=10, beta=b, distance=d, distance_mean=d, n_seeds=2, distance_std=0.01,

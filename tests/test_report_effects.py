@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from replicate.report import experiments as X
-from replicate.report.experiments import CLAIMS, load
+from replicate.report import build as X
+from replicate.report.build import CLAIMS, load
 from replicate.reportkit import claims as C
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 
 def _judged(paper, ours, allowance=None, level=False, check=C.HOLDS) -> str:

@@ -43,8 +43,8 @@ def test_figure_drawn_at_display_width_with_readable_text(tmp_path):
 
 def test_published_figures_are_drawn_at_display_width():
     """Every figure of the bundle except those its drawing code cannot redraw from an older table
-    (replicate/publish/redraw.py names them) is at most the display width and not shrunk much below it."""
-    from replicate.publish.redraw import _csv
+    (replicate/publish/bundle.py names them) is at most the display width and not shrunk much below it."""
+    from replicate.publish.bundle import _csv
 
     fig1 = _csv(BUNDLE, "tables/inan_figure1.csv")
     legacy = set() if fig1 is not None and "metric" in fig1.columns else {"inan_figure1"}

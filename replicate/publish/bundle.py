@@ -1,5 +1,5 @@
-"""Publish finished results into the tracked bundle: merge, rebuild the report, write the manifest,
-then swap the new bundle in by renaming (a reader sees the old bundle or the new one, never a mix)."""
+"""Publish finished results into the tracked bundle: merge, rebuild the report, write the manifest, then swap the
+new bundle in by renaming (a reader sees the old bundle or the new one, never a mix); rebuild or redraw it."""
 
 from __future__ import annotations
 
@@ -7,18 +7,19 @@ import contextlib
 import fnmatch
 import hashlib
 import io
-import json
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from replicate import io as rio
 from replicate import paths, provenance
 from replicate.errors import ReplicateError
 from replicate.publish import checks
-from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, scan
+from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, read_json, scan
 
 MANIFEST = "MANIFEST.json"
 
@@ -40,22 +41,16 @@ class Plan:
 
 def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None = None,
          replace: bool = False, replace_runs: list[str] | tuple[str, ...] = (), retire: tuple[str, ...] = ()) -> Plan:
-    """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix.
-
-    ``replace_runs``: run kinds as ``<experiment>/<kind>`` (``inan/table1``) whose runs in the bundle, with the
-    files built from them, give way to those in ``results``. Of such an experiment only those runs and files are
-    published (and checked, also against the bundle's other runs, which stay); its other runs in ``results``
-    are held back. ``retire``: globs of bundle files (``inan/screen/*``) dropped with nothing in their place."""
+    """Scan ``results`` and check it against ``bundle``; raise on a code-version or protocol mix. ``replace_runs``
+    (``inan/table1``): those runs and the files built from them replace the bundle's; the experiment's other runs
+    in ``results`` are held back, the bundle's stay. ``retire``: globs of bundle files dropped, nothing in their place."""
     results, bundle = Path(results), Path(bundle)
     if replace and replace_runs:
         raise ReplicateError("--replace drops all of an experiment's bundle files, --replace-runs publishes only "
                              "some of its runs", "pass one of the two")
     if not results.is_dir():
         raise ReplicateError(f"results folder {results} not found", "pass --results <folder of a run>")
-    names = list(dict.fromkeys(experiments or present(results)))
-    unknown = [n for n in names if n not in EXPERIMENTS]
-    if unknown:
-        raise ReplicateError(f"unknown experiment(s) {unknown}", f"choose from {sorted(EXPERIMENTS)}")
+    names = list(dict.fromkeys(experiments or present(results)))  # the CLI's choices are the known experiments
     if not names:
         raise ReplicateError(f"{results} holds no experiment's results", "run an experiment first")
     scans = {n: scan(results, n) for n in names}
@@ -132,8 +127,8 @@ def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict
 
 
 def _stage(p: Plan, stage: Path, replace: bool) -> None:
-    """The bundle's files (less its report and manifest, and with ``replace`` the published experiments'),
-    then the published files over them."""
+    """The bundle's files (less its report, manifest, and with ``replace`` the published experiments'), then the
+    published files over them."""
     dropped = set(p.publishable) if replace else set()
     for rel in files_under(p.bundle):
         if (rel != MANIFEST and not rel.startswith("report/") and owner(rel) not in dropped
@@ -177,11 +172,8 @@ REBUILT = ("report/", "figures/")  # what a rebuild may change: drawn from the b
 
 
 def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
-    """Rebuild the bundle's report (and with ``redraw`` its figures) from the bundle itself, no rerun and no
-    results folder; re-hash what changed in MANIFEST.json and record the rebuild under ``rebuilt``.
-    Returns the files whose hash changed."""
-    from replicate.publish.redraw import redraw as redraw_figures
-
+    """Rebuild the bundle's report (and with ``redraw`` its figures) from the bundle itself; re-hash what changed
+    in MANIFEST.json, record the rebuild under ``rebuilt``; the files whose hash changed."""
     bundle = Path(bundle)
     manifest = read_manifest(bundle)
     if not manifest.get("files"):
@@ -213,7 +205,6 @@ def sha256(path: Path) -> str:
 
 
 def _entry(root: Path, rel: str) -> dict:
-    """A file's MANIFEST.json entry."""
     return {"sha256": sha256(root / rel), "bytes": (root / rel).stat().st_size, "experiment": owner(rel)}
 
 
@@ -223,10 +214,7 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def read_manifest(bundle: Path) -> dict:
-    try:
-        return json.loads((bundle / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    return read_json(bundle / MANIFEST) or {}
 
 
 def tree_stamp() -> dict:
@@ -265,3 +253,52 @@ def _swap(stage: Path, bundle: Path, previous: Path) -> None:
         if previous.exists():
             os.replace(previous, bundle)
         raise
+
+
+def _csv(bundle: Path, rel: str, **kw) -> pd.DataFrame | None:
+    path = bundle / rel
+    return pd.read_csv(path, **kw) if path.is_file() else None
+
+
+def _protocol(frame: pd.DataFrame) -> str:
+    return str(frame["protocol"].iloc[0]) if "protocol" in frame.columns and len(frame) else "unknown"
+
+
+def redraw_figures(bundle: str | Path) -> list[Path]:
+    """Every figure of ``bundle`` whose inputs it holds, redrawn into ``bundle/figures`` by its own drawing code
+    (Inan's Figure 1 only from a table that names its metric); the paths written."""
+    from replicate.inan.report import figure1_plot
+    from replicate.initial_loss import figures as il
+    from replicate.plotting import save_figure, use_style
+    from replicate.report.figures import write_learning_curves
+    from replicate.scale import figures as sc
+
+    bundle = Path(bundle)
+    out = bundle / "figures"
+    if not out.is_dir():
+        raise ReplicateError(f"{bundle} has no figures/ folder", "pass a published bundle (paper/measured)")
+
+    def initial_loss(summary, families):
+        use_style()
+        return (save_figure(il.loss_vs_width(summary), out / "initial_loss_vs_width")
+                + save_figure(il.standard_init(summary), out / "initial_loss_standard_init")
+                + save_figure(il.embedding_share(families), out / "embedding_share"))
+
+    histories = sorted(bundle.glob("press_wolf/*/seed*/history.csv"))
+    written = write_learning_curves(histories, out / "report_press_wolf_learning_curves", provenance.PROJECT_ROOT
+                                    / "paper" / "reference" / "press_wolf_table6.csv") if histories else []
+    for inputs, draw in (  # the bundle files a drawing reads, and the drawing
+            (("tables/initial_loss_summary.csv", "tables/model_families.csv"), initial_loss),
+            (("scale/gain_by_seed.csv", "tables/scale_gain.csv"),
+             lambda s, g: sc.gain_figures(s, g, out, _protocol(g))),
+            (("scale/update_frequency.csv",), lambda u: sc.update_figure(u, out, _protocol(u))),
+            (("scale/embedding_similarity_epochs.csv",), lambda e: sc.similarity_figure(e, out, _protocol(e))),
+            (("scale/transformer_curves.csv", "tables/scale_transformer.csv"),
+             lambda c, t: sc.transformer_figures(c, t, out, _protocol(t))),
+            (("tables/inan_figure1.csv", "tables/inan_figure1_runs.csv"),
+             lambda f, r: figure1_plot(f, r, out / "inan_figure1") if "metric" in f.columns else [])):
+        frames = [_csv(bundle, rel, dtype={"std": str} if rel.startswith("tables/initial_loss") else None)
+                  for rel in inputs]
+        if all(f is not None for f in frames):
+            written += draw(*frames)
+    return written

@@ -1,10 +1,6 @@
-"""What each experiment publishes: its files under a results folder, its runs, what each run recorded.
-
-A *run* is one training job's output (a folder, or a file with its sidecar). It is published only when
-finished, with the code version and protocol it recorded. The experiment's other files (tables,
-figures, aggregates, benchmark files) are published as they are. Checkpoints, embeddings snapshots,
-corpora (``data/``), logs and the report (rebuilt from the bundle) are never published.
-"""
+"""What each experiment publishes: its runs (one training job's output, published once finished, with the code
+version and protocol it recorded) and its other files (tables, figures, aggregates, benchmark files) as they are.
+Checkpoints, embeddings, corpora, logs and the report (rebuilt from the bundle) are never published."""
 
 from __future__ import annotations
 
@@ -25,11 +21,6 @@ PUBLISHED_SUFFIXES = (".csv", ".json", ".png", ".svg", ".tsv")
 NEVER = ("data/", "logs/", "report/", "README.md", "MANIFEST.json")
 
 
-def _without_snapshots(record: dict) -> bool:
-    """A scale run that wrote no embeddings (``embedding_record`` false; the previous design's runs all did)."""
-    return record.get("embedding_record") is False
-
-
 def _seed_versions(record: dict) -> str | None:
     """A section 6.2 point: the code version its seeds share ("a, b" when they differ)."""
     versions = sorted({str(r.get("code_version")) for r in record.get("runs", [])})
@@ -38,13 +29,10 @@ def _seed_versions(record: dict) -> str | None:
 
 @dataclass(frozen=True)
 class RunKind:
-    """Runs of one kind: ``pattern`` matches every file of a run (named group ``name``); ``marker``
-    (written last) holds the final numbers in ``final`` and the code version; ``keep`` lists the
-    run's files to publish. ``run``, ``marker`` and ``keep`` are templates of ``{name}`` / ``{run}``.
-    ``restorable`` (of the marker's record): ``keep`` is every output of the run's rule, so a run copied
-    back from the bundle (``publish --restore``) is a finished job to Snakemake. ``tables``: globs of the
-    experiment's files built from these runs (tables with their sidecars, figures): they name their code version
-    and go with them (``publish --replace-runs``)."""
+    """Runs of one kind: ``pattern`` matches every file of a run (group ``name``); ``marker`` (written last) holds
+    the ``final`` numbers and the code version; ``keep``: the files to publish (``run``, ``marker``, ``keep``:
+    templates of ``{name}``/``{run}``). ``restorable``: ``keep`` is every output of the run's rule (``--restore``);
+    ``tables``: globs of the files built from these runs, which go with them (``--replace-runs``)."""
     name: str
     pattern: str
     run: str
@@ -102,7 +90,7 @@ EXPERIMENTS = {e.name: e for e in (
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
                         ("final_valid_ppl", "test_ppl"),
-                        restorable=_without_snapshots),  # the analysis runs' embeddings are not published
+                        restorable=lambda record: record.get("embedding_record") is False),  # no embeddings
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",),
                         tables=_built(paths.SCALE_TRANSFORMER, paths.SCALE_TRANSFORMER_COMPARISON,
@@ -167,7 +155,7 @@ def protocol_label(value: Any) -> str | None:
     return text.split()[0] if text else None
 
 
-def _read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -192,7 +180,7 @@ def _finite(value: Any) -> bool:
 def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     run_id = kind.run.format(name=name)
     marker = kind.marker.format(run=run_id, name=name)
-    record = _read_json(root / marker)
+    record = read_json(root / marker)
     run = Run(run_id, kind.name, [])
     if record is None:
         run.missing = f"no readable {Path(marker).name}"
@@ -223,7 +211,7 @@ def _file_protocols(path: Path) -> set[str]:
             return set()
         return {p for p in map(protocol_label, frame.get("protocol", [])) if p}
     if path.suffix == ".json":
-        record = _read_json(path)
+        record = read_json(path)
         label = _record_protocol(record) if record else None
         return {label} if label else set()
     return set()
@@ -238,8 +226,7 @@ def files_under(root: Path) -> list[str]:
 
 
 def declared(experiment: str, name: str) -> dict[str, str] | None:
-    """The wildcards of ``name`` (a run id relative to the experiment's folder) when it is a run of a kind the
-    experiment declares (``replicate/<experiment>/runs.py``), else None (a run no declaration trains)."""
+    """The wildcards of ``name`` (a run id under the experiment's folder) when a declaration trains it, else None."""
     from replicate.experiments import kinds
 
     patterns = (k.pattern.format(**{w: f"(?P<{w}>{c})" for w, c in k.constraints.items()}) for k in kinds()
@@ -247,13 +234,7 @@ def declared(experiment: str, name: str) -> dict[str, str] | None:
     return next((m.groupdict() for p in patterns if (m := re.fullmatch(p, name))), None)
 
 
-def listed(items: list[str], shown: int = 4, sep: str = ", ") -> str:
-    """The first ``shown`` of ``items`` joined by ``sep``, and how many more there are."""
-    return sep.join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
-
-
 def benchmark_file(run_id: str) -> str:
-    """The Snakemake benchmark file of a run (relative to the results root)."""
     return f"{paths.BENCHMARKS}/{run_id}.tsv"
 
 

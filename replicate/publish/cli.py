@@ -1,11 +1,8 @@
 """``python -m replicate publish``: copy the finished results of a run into the tracked bundle.
 
-Merges with what the bundle holds for other experiments, refuses to mix code versions or protocols
-within an experiment (``--replace`` drops the bundle's files of the published experiments first,
-``--replace-runs`` only those of one run kind, ``--retire`` the files a glob names),
-rebuilds the bundle's report, writes MANIFEST.json and the README's measured-results block. Refuses a
-working tree with uncommitted changes unless ``--allow-dirty`` (then the manifest records the diff's hash).
-``--restore`` goes the other way: the bundle's finished runs back into a results folder (a new machine).
+Merges with the bundle's other experiments, refuses mixed code versions or protocols within one, rebuilds the
+bundle's report, writes MANIFEST.json and the README's measured-results block (``--restore``: the other way;
+``--retire``: drop the bundle files a glob names).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""The README's measured-results block, generated from the bundle: one compact table per experiment,
-every number read from the bundle's CSVs (ours beside the paper's where a table has paper columns)."""
+"""The README's measured-results block, generated from the bundle: one compact table per experiment (ours beside
+the paper's) and its claims."""
 
 from __future__ import annotations
 
-import json
 import numbers
 import os
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ import pandas as pd
 from replicate import io as rio
 from replicate import paths
 from replicate.errors import ReplicateError
+from replicate.publish.bundle import read_manifest
 from replicate.publish.catalogue import EXPERIMENTS
 
 BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
@@ -26,10 +26,6 @@ def dirty_note(entry: dict) -> str:
         return ""
     diff = entry.get("diff_sha256")
     return f" (uncommitted changes{f', diff sha256 `{diff[:10]}`' if diff else ', diff not recorded'})"
-
-
-def _all(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame
 
 
 def _theory_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -46,7 +42,7 @@ class View:
     csv: str                     # glob relative to the bundle
     keys: tuple[str, ...]
     values: tuple[str, ...]
-    rows: Callable[[pd.DataFrame], pd.DataFrame] = _all
+    rows: Callable[[pd.DataFrame], pd.DataFrame] = lambda frame: frame
     note: str = ""                  # one line under the table: what a reader cannot tell from its rows
 
 
@@ -74,9 +70,8 @@ VIEWS = {
 
 
 def fmt(value, percent: bool = False) -> str:
-    """A table cell: integers as integers; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100
-    up, 2 from 1 up, 3 significant digits below; trailing zeros dropped only where the value has no more
-    digits (the paper's 92.6 stays 92.6, a measured 150.02 reads 150.0)."""
+    """A table cell: integers as such; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100 up, 2 from 1
+    up, 3 significant digits below, trailing zeros dropped where the value has no more digits (92.6, 150.0)."""
     if isinstance(value, str):
         return value.replace("|", "\\|")
     if value is None or pd.isna(value):
@@ -96,14 +91,14 @@ def _table(frame: pd.DataFrame, view: View) -> list[str]:
     cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
     rows = view.rows(frame)[cols]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for c, v in zip(cols, row)) + " |"
+    lines += ["| " + " | ".join(map(fmt, row)) + " |"
               for row in rows.itertuples(index=False)]
     return lines
 
 
 def table_versions(name: str, rel: str, runs: dict) -> str:
-    """`` (code version `v`)`` of the runs a table of experiment ``name`` is built from (``RunKind.tables``;
-    ``runs``: its MANIFEST.json entry's), '' for a table built from no run kind's runs (the claims)."""
+    """`` (code version `v`)`` of the runs a table is built from (``runs``: its MANIFEST.json entry's), '' for a
+    table built from no runs (the claims)."""
     kinds = {k.name for k in EXPERIMENTS[name].kinds if k.builds(rel)}
     if not kinds:
         return ""
@@ -134,10 +129,7 @@ def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
 def render(bundle: str | Path, shown: str) -> str:
     """The block's Markdown (without the markers); ``shown`` is how the bundle's path is written."""
     bundle = Path(bundle)
-    try:
-        manifest = json.loads((bundle / "MANIFEST.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        manifest = {}
+    manifest = read_manifest(bundle)
     lines = ["### Numbers measured so far", ""]
     experiments = manifest.get("experiments", {})
     if not experiments:

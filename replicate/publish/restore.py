@@ -1,18 +1,6 @@
-"""``python -m replicate publish --restore``: copy the bundle's finished runs back into a results folder.
-
-A new machine starts with an empty ``results/``: the runs published from earlier sessions are only in the
-bundle. Restored, they stand beside new runs (more seeds, the rest of a grid), and Snakemake builds the
-tables over all of them without training them again:
-
-- only a run whose rule writes nothing but the files the bundle holds is restored (``Run.restorable``):
-  not the embedding analysis' scale runs, whose embeddings are never published, nor Inan's screen runs,
-  whose soft-target analysis reads their weights;
-- every file is checked against MANIFEST.json before it is copied, and a bundle that lacks a file its
-  MANIFEST.json lists is refused whole (all or nothing: nothing is copied);
-- the restored files are stamped with the current time: Snakemake reruns a job whose output is older than
-  its input, so the corpora must be prepared first (the restore refuses otherwise). Snakemake has no record
-  (``.snakemake/``) of a restored file, so no params or code trigger applies to it.
-"""
+"""``python -m replicate publish --restore``: the bundle's finished, restorable runs (``Run.restorable``) copied
+back into a results folder, all or nothing, each file checked against MANIFEST.json; the corpora first, so that
+Snakemake sees the restored runs as newer than their inputs and builds the tables over them without training."""
 
 from __future__ import annotations
 
@@ -23,20 +11,13 @@ from replicate import paths
 from replicate.data import DATASETS
 from replicate.errors import ReplicateError
 from replicate.publish.bundle import read_manifest, sha256
-from replicate.publish.catalogue import benchmark_file, listed, present, scan
-
-
-def corpora_missing(results: Path) -> list[str]:
-    """The prepared corpora (relative to ``results``) that are not there."""
-    wanted = [paths.DATA_CORPUS.format(dataset=name) for name in DATASETS]
-    return [rel for rel in wanted if not (results / rel).is_file()]
+from replicate.publish.catalogue import benchmark_file, present, scan
+from replicate.reportkit.labels import listed
 
 
 def restore(bundle: str | Path, results: str | Path, experiments: list[str] | None = None) -> dict[str, list[str]]:
-    """Copy the bundle's finished, restorable runs of ``experiments`` (default: all it holds) into
-    ``results``. Returns run id -> files copied (a file already there with the same bytes is kept).
-    Raises before copying anything when a file the manifest lists is missing, a file differs from the
-    manifest or from a file already in ``results``, or a corpus is not prepared."""
+    """Copy the bundle's finished, restorable runs of ``experiments`` (default: all) into ``results``; run id ->
+    files copied (a file already there with the same bytes is kept). Raises before copying anything."""
     bundle, results = Path(bundle), Path(results)
     files = read_manifest(bundle).get("files")
     if not files:
@@ -46,7 +27,8 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
         raise ReplicateError(f"{bundle} lacks {len(absent)} file(s) its MANIFEST.json lists ({listed(absent, 5)}"
                              "); nothing restored (a partial bundle would restore some runs of a table and "
                              "not others)", f"restore the bundle from git (git checkout -- {bundle}), or publish it again")
-    missing = corpora_missing(results)
+    missing = [rel for rel in (paths.DATA_CORPUS.format(dataset=name) for name in DATASETS)
+               if not (results / rel).is_file()]
     if missing:
         targets = " ".join(f"{results.as_posix()}/{rel}" for rel in missing)
         raise ReplicateError(f"{results} has no prepared {', '.join(missing)}: a corpus prepared after the restore "

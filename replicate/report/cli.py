@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from replicate.errors import ReplicateError
+from replicate.cli_common import load_spec
 
 
 def _build(args) -> int:
-    try:
-        spec = json.loads(args.spec)
-    except json.JSONDecodeError as exc:
-        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the rule's {params.spec:q}") from exc
-    section = spec.get("report", {})
     from replicate.report.build import build
 
+    spec = load_spec(args.spec)
+    section = spec.get("report", {})
     out = build(args.results, args.template, args.md, args.html, figures_dir=args.figures,
                 captions_dir=args.captions, tolerances=section.get("tolerances"), title=section.get("title"),
                 sections=spec.get("sections"), full_protocol=spec.get("full_protocol"))

@@ -10,14 +10,13 @@ import pandas as pd
 
 from replicate import paths
 from replicate.reportkit import blocks as B
-from replicate.reportkit.format import NO_VALUE, fmt_hours
+from replicate.reportkit.labels import NO_VALUE, fmt_hours, listed
 from replicate.reportkit.sections import flatten
 from replicate.reportkit.sources import run_label
 
 NOT_RECORDED = "not recorded"
 
 
-# ------------------------------------------------------------------------------------ devices
 def _device_of(p: dict) -> str:
     dev = p.get("device") or {}
     name = dev.get("device") or NOT_RECORDED
@@ -36,7 +35,6 @@ def _recorded(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[keep]
 
 
-# ------------------------------------------------------------------------------------ compute
 def totals_line(b: pd.DataFrame) -> str:
     per = b.groupby("experiment")[["wall_s", "cpu_s"]].sum()
     split = "; ".join(f"{exp} {fmt_hours(row['wall_s'])}" for exp, row in per.iterrows())
@@ -89,7 +87,6 @@ def section_compute(ctx) -> str:
     return B.join(out)
 
 
-# --------------------------------------------------------------------------------- provenance
 def _runs(res) -> pd.DataFrame:
     rows = []
     for item in res.provenance:
@@ -108,14 +105,6 @@ def _runs(res) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-LISTED = 4  # names listed in a cell of the per-experiment table before "and k more"
-
-
-def _some(names: list[str]) -> str:
-    more = len(names) - LISTED
-    return ", ".join(names[:LISTED]) + (f" and {more} more" if more > 0 else "")
-
-
 def _experiment(res, path: str) -> str:
     """The experiment a result file belongs to (``paths.owner``), else its first folder."""
     rel = Path(res.root.parent / path).relative_to(res.root).as_posix() if not Path(path).is_absolute() else path
@@ -123,15 +112,15 @@ def _experiment(res, path: str) -> str:
 
 
 def per_experiment(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per experiment: runs, the commits they come from (several: said), the uncommitted ones."""
+    """One row per experiment: runs, the commits they come from, the uncommitted ones."""
     rows = []
     for exp, part in runs.groupby("experiment", sort=False):
         commits = sorted(c for c in part["commit"].unique() if c != NOT_RECORDED)
         dirty = part[part["dirty"].str.startswith("**yes")]["run"].tolist()
         rows.append({"experiment": exp, "runs": len(part),
-                     "commits": (f"{len(commits)} commits: " if len(commits) > 1 else "") + _some(commits)
+                     "commits": (f"{len(commits)} commits: " if len(commits) > 1 else "") + listed(commits)
                      or NOT_RECORDED,
-                     "uncommitted tree": ("all" if len(dirty) == len(part) else _some(dirty)) if dirty else "none"})
+                     "uncommitted tree": ("all" if len(dirty) == len(part) else listed(dirty)) if dirty else "none"})
     return pd.DataFrame(rows)
 
 

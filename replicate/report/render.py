@@ -1,8 +1,5 @@
-"""report.md -> one self-contained HTML page (markdown-it-py): figures embedded, CSS inline, no JavaScript.
-
-Headings get GitHub-style ids (the table of contents works in both); table cells carry their header
-(``data-label``: the verdict table reads as cards at phone width) and a class for a verdict's colour or a long word.
-"""
+"""report.md -> one self-contained HTML page: figures embedded, CSS inline, no JavaScript; GitHub-style heading ids,
+table cells with their header (``data-label``: cards at phone width) and a class (a verdict's colour, a long word)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from markdown_it.renderer import RendererHTML
 
 from replicate.errors import ReplicateError
 from replicate.reportkit import effects as E
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 CELL_CLASSES = {E.REPRODUCED: "reproduced", E.HOLDS: "holds", E.SMALLER: "holds-off", E.LARGER: "holds-off",
                 E.INCONCLUSIVE: "inconclusive", E.NOT_REPRODUCED: "not-reproduced",

@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from replicate.reportkit import labels
-from replicate.reportkit.format import NOT_RUN, fmt_number, fmt_percent, missing_label
+from replicate.reportkit.labels import NOT_RUN, fmt_number, fmt_percent, missing_label
 
 
 @dataclass(frozen=True)
@@ -46,15 +46,10 @@ def _destination(href: str) -> str:
     return f"<{href}>" if re.search(r"[\s()<>]", href) else href
 
 
-# ------------------------------------------------------------------------------------------- cells
-def _missing(value) -> bool:
-    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
-
-
 def cell(value, col: str, digits: int = 2, percent: bool = False, share: bool = False) -> tuple[str, str]:
     """(Markdown text, kind: number | text | missing) of one value of column ``col``: ``percent`` a signed
     relative difference, ``share`` a plain percentage; a coded text value by its readable label."""
-    if _missing(value):
+    if value is None or (not isinstance(value, str) and bool(pd.isna(value))):
         label = missing_label(col)
         return (f"*{label}*" if label == NOT_RUN else label), "missing"
     if pd.api.types.is_bool(value):
@@ -68,20 +63,6 @@ def cell(value, col: str, digits: int = 2, percent: bool = False, share: bool = 
     return escape(labels.value(str(value))), "text"
 
 
-def common_columns(frame: pd.DataFrame, columns: Sequence[str], keep: Sequence[str] = (),
-                   partial: Sequence[str] = ()) -> list[str]:
-    """Columns with one and the same value in every row (at least two rows), or empty in all; a
-    ``partial`` column (a setting only some rows use) counts when the rows that have a value agree."""
-    if len(frame) < 2:
-        return []
-
-    def same(c):
-        values = frame[c].dropna()
-        return values.nunique() <= 1 and (c in partial or len(values) in (0, len(frame)))
-
-    return [c for c in columns if c not in keep and same(c)]
-
-
 SECTION_LEVEL = ("protocol",)  # stated once per section (sections.protocols_line), not in a column
 
 
@@ -89,10 +70,9 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = 
           partial: Sequence[str] = (), digits: dict[str, int] | None = None, percent: Sequence[str] = (),
           share: Sequence[str] = (), markdown: Sequence[str] = (), caption: str = "",
           source: Link | None = None, drop: Sequence[str] = SECTION_LEVEL) -> str:
-    """A Markdown table of ``frame``: ``columns`` maps frame columns to headers, in order (a list or None:
-    those or all, headers by their labels). Values common to all rows (but ``keep``) are stated once above it;
-    ``percent`` columns show fractions as signed %, ``share`` as plain %; ``markdown`` columns are formatted
-    already; ``drop`` columns are never shown; ``source``, the full result file, is linked under it."""
+    """A Markdown table of ``frame``, ``columns`` mapping its columns to headers (default: all, by their labels).
+    Values common to all rows (but ``keep``; ``partial``: where used) are stated once above it; ``percent``
+    columns read as signed %, ``share`` as plain %; ``markdown`` ones are formatted; ``drop`` ones never shown."""
     if not isinstance(columns, dict):
         columns = {c: labels.column(c) for c in (frame.columns if columns is None else columns)}
     columns = {k: v for k, v in columns.items()
@@ -116,7 +96,11 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = 
         where = " (where used)" if col in partial and 0 < len(values) < len(frame) else ""
         return f"{escape(columns[col])} **{text}**{where}"
 
-    common = common_columns(frame, list(columns), keep, partial)
+    def same(col):  # one value in every row (a ``partial`` column: in the rows that have one)
+        values = frame[col].dropna()
+        return values.nunique() <= 1 and (col in partial or len(values) in (0, len(frame)))
+
+    common = [c for c in columns if c not in keep and same(c)] if len(frame) > 1 else []
     shown = [c for c in columns if c not in common]
     parts = [caption] if caption else []
     if common:
@@ -133,10 +117,8 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | Sequence[str] | None = 
     return "\n\n".join(parts)
 
 
-# ------------------------------------------------------------------------------------ other blocks
 def figure(png: Path, caption: str, md_dir: Path) -> str:
-    """The PNG shown relative to report.md (the HTML embeds it), linked to its full-size file (the SVG
-    beside it, else the PNG), with its caption below."""
+    """The PNG (the HTML embeds it) linked to its full-size file (the SVG beside it, else the PNG), captioned."""
     href = Path(os.path.relpath(png, md_dir)).as_posix()
     svg = png.with_suffix(".svg")
     full = Path(os.path.relpath(svg, md_dir)).as_posix() if svg.is_file() else href
@@ -149,7 +131,6 @@ def notice(text: str) -> str:
 
 
 def bullets(items: Sequence[str]) -> str:
-    """Items are Markdown already."""
     return "\n".join(f"- {item}" for item in items)
 
 
@@ -160,7 +141,7 @@ def details(summary: str, body: str) -> str:
 
 
 def details_md(summary: str, body: str) -> str:
-    """A collapsed block whose body is Markdown (tables, lists), with ``summary`` always visible."""
+    """A collapsed block of Markdown (tables, lists) under its visible ``summary``."""
     return f"<details><summary>{html.escape(summary)}</summary>\n\n{body}\n\n</details>"
 
 

@@ -1,6 +1,4 @@
-"""How a section of the report opens: its paper (``Paper``, the ``PAPER`` of a paper's section module) and
-``answer``, the lines saying what its claims come to and by how much (and how its table compares with the
-paper's)."""
+"""How a section of the report opens: its paper (``Paper``) and ``answer``, what its claims come to."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import pandas as pd
 
 from replicate.reportkit import blocks as B
 from replicate.reportkit import effects as E
-from replicate.reportkit.format import fmt_percent
+from replicate.reportkit.labels import fmt_percent
 
 
 @dataclass(frozen=True)
@@ -30,7 +28,7 @@ class Paper:
 
 def table_line(res, paper: Paper) -> str:
     """'Table 1: 2 of 4 rows within 5 % of the paper's valid and test perplexity; more than that: small +AL
-    (valid +7.6%, test +7.5%)' for a paper section's table ('' without one). Variant cells are no paper rows."""
+    (valid +7.6%, test +7.5%)' ('' without the table; variant cells are no paper rows)."""
     bar, name = paper.bar, paper.table_name
     frame = res.raw.get(paper.table)
     cols = [c for c in (frame.columns if frame is not None else []) if c in ("valid_rel_diff", "test_rel_diff")]
@@ -50,14 +48,13 @@ def table_line(res, paper: Paper) -> str:
 
 
 def _claim_phrase(claim, v) -> str:
-    """The claim and, in brackets, why its verdict is what it is, or its first effect beside the paper's, or
-    (a claim judged by its own test) its evidence."""
+    """The claim and, in brackets, why its verdict, else its first effect, else its evidence."""
     detail = v.why or ("; ".join(E.describe(e) for e in v.effects[:1]) if v.effects else v.evidence)
     return B.escape(claim.statement.rstrip(".")) + (f" ({B.escape(detail)})" if detail else "")
 
 
 def answer(ctx, section: str, paper: Paper | None = None) -> str:
-    """What the claims of a report section (claims' ``section``) come to, and by how much: the opening lines."""
+    """What the claims of a report section come to, and by how much: its opening lines."""
     verdicts = [(c, v) for c, v in ctx.verdicts if c.section == section]
     parts = [table_line(ctx.results, paper)] if paper else []
     for status in E.VERDICTS[:-1]:  # all but "not run"

@@ -1,7 +1,5 @@
-"""A claim, its verdict, and the helpers the experiments' checks (``replicate/<experiment>/claims.py``) share.
-
-A check reads ``Results`` and returns a ``Verdict``: its own ``status`` and the ``effects`` it is about; the one
-verdict shown follows from both by the rule of effects.py. The frames each check reads: docs/report.md."""
+"""A claim, its verdict (its check's ``status`` and ``effects``, judged by effects.py), and the helpers the
+experiments' checks (``replicate/<experiment>/claims.py``) share."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ import pandas as pd
 
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 HOLDS, FAILS, INCONCLUSIVE, STATUSES, VERDICTS = E.HOLDS, E.FAILS, E.INCONCLUSIVE, E.STATUSES, E.VERDICTS
 
@@ -29,7 +27,6 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
-        """The one verdict the report shows (effects.judge over the check and the effects)."""
         return E.judge(self.status, self.effects)[0]
 
     @property

@@ -1,13 +1,12 @@
-"""One verdict per claim by one fixed rule (``judge``; ``RULE`` as the report prints it) over its own check
-and its ``Effect``s: numbers signed so that positive is the claimed way, the paper's beside ours, with our
-seed-noise allowance (docs/report.md, "The verdict rule")."""
+"""One verdict per claim by one fixed rule (``judge``; ``RULE`` as printed) over its own check and its ``Effect``s,
+signed so that positive is the claimed way, the paper's beside ours (docs/report.md, "The verdict rule")."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 REPRODUCED = "reproduced"
 SMALLER = "holds, smaller than reported"

@@ -1,6 +1,5 @@
-"""Seed noise from the repeated runs (same cell id, overrides included, two or more seeds), one pool per
-protocol (``press_wolf@epochs=2`` never lends its noise to ``press_wolf``): docs/report.md, "The seed-noise
-allowance"."""
+"""Seed noise from the repeated runs (same cell id, two or more seeds), one pool per protocol (``press_wolf@epochs=2``
+never lends to ``press_wolf``): docs/report.md, "The seed-noise allowance"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What the experiments' sections (``section(ctx)`` of ``replicate/<experiment>/section.py``) share: the
-context they read, figures, the protocol line, the configuration's changes, ours beside the paper's."""
+"""What the experiments' sections (``replicate/<experiment>/section.py``) share: the context they read, figures,
+the protocol line, the configuration's changes, ours beside the paper's."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ from typing import Sequence
 import pandas as pd
 
 from replicate.reportkit import blocks as B
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 from replicate.reportkit.sources import Results
+
+SMOKE_MARK = "SMOKE RUN (tiny settings, a pipeline check; says nothing about the papers): "
+
 
 @dataclass
 class Context:
@@ -28,19 +31,18 @@ class Context:
     full_protocol: dict | None = None   # the same sections in config/paper.yaml (schema defaults filled)
 
     def source(self, key: str) -> B.Link:
-        """The link to a result file read by ``sources`` (its path relative to the results' parent)."""
+        """The link to a result file read by ``sources``."""
         label = self.results.paths[key]
         return B.link(label, self.results.root.parent / label, self.md_path.parent)
 
 
-# ----------------------------------------------------------------------------------- helpers
 def figure_stems(figures_dir: Path) -> list[str]:
     return sorted(p.stem for p in figures_dir.glob("*.png")) if figures_dir.is_dir() else []
 
 
 def caption(ctx: Context, stem: str, own: dict[str, str]) -> str:
-    """The figure's Snakemake-report caption (workflow/report/<stem>.rst or *_<stem>.rst) as plain text; else
-    the section's own caption (``own``); else the humanised name."""
+    """The figure's Snakemake-report caption (workflow/report/[*_]<stem>.rst) as plain text, else ``own``'s, else
+    its name."""
     if ctx.captions_dir is not None and ctx.captions_dir.is_dir():
         for path in [ctx.captions_dir / f"{stem}.rst", *sorted(ctx.captions_dir.glob(f"*_{stem}.rst"))]:
             if path.is_file():
@@ -51,22 +53,18 @@ def caption(ctx: Context, stem: str, own: dict[str, str]) -> str:
     return own.get(stem) or stem.replace("_", " ").capitalize() + "."
 
 
-SMOKE_MARK = "SMOKE RUN (tiny settings, a pipeline check; says nothing about the papers): "
-
-
 def distinct(frame: pd.DataFrame, col: str) -> list[str]:
-    """The values of a column, each once, in the order they first appear (none without the column)."""
+    """The values of a column, each once, in order (none without the column)."""
     return list(dict.fromkeys(frame[col].dropna().astype(str))) if col in frame.columns else []
 
 
 def protocols(res: Results) -> list[str]:
-    """Every protocol label (smoke, reduced, full; a table's detail in brackets dropped) the result tables carry."""
+    """Every protocol label (smoke, reduced, full; without a table's detail in brackets) the tables carry."""
     return list(dict.fromkeys(p.split(" (")[0] for f in res.raw.values() for p in distinct(f, "protocol")))
 
 
 def figures(ctx: Context, stems: list[str], own: dict[str, str] | None = None) -> list[str]:
-    """The figures not shown yet, each with its caption; in a smoke run's report each caption opens with the
-    smoke mark."""
+    """The figures not shown yet, captioned (a smoke run's captions open with SMOKE_MARK)."""
     out, mark = [], SMOKE_MARK if "smoke" in protocols(ctx.results) else ""
     for stem in stems:
         if stem in ctx.used_figures:
@@ -79,19 +77,14 @@ def figures(ctx: Context, stems: list[str], own: dict[str, str] | None = None) -
 
 def section_figures(ctx: Context, what: str, explicit: Sequence[str] = (), prefixes: Sequence[str] = (),
                     captions: dict[str, str] | None = None) -> str:
-    """The figures of a section: ``explicit`` stems first, then those starting with one of ``prefixes`` (a figure
-    goes to the first section that claims it; anything left over appears under "other_figures")."""
+    """A section's figures not shown yet: ``explicit`` stems first, then those starting with one of ``prefixes``."""
     stems = figure_stems(ctx.figures_dir)
     chosen = [s for s in explicit if s in stems]
     chosen += [s for s in stems if any(s.startswith(p) for p in prefixes) and s not in chosen]
     return B.join(figures(ctx, chosen, captions)) or missing(what)
 
 
-def _joined(value):
-    return ", ".join(map(str, value)) if isinstance(value, list) else value
-
-
-def flatten(obj, leaf=_joined, prefix: str = "") -> dict:
+def flatten(obj, leaf=lambda v: ", ".join(map(str, v)) if isinstance(v, list) else v, prefix: str = "") -> dict:
     """Nested JSON -> {"a.b[0].c": leaf(value)}; a list of scalars is one leaf (by default comma-separated)."""
     if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj)):
         out = {}
@@ -116,8 +109,7 @@ def config_diff(ctx: Context, section: str) -> str:
 
 
 def protocols_line(ctx: Context, parts: dict[str, str]) -> str:
-    """The section's protocol line: per part (label -> result key) the protocol label(s) its table carries,
-    stated once here instead of in a column."""
+    """The section's protocol line: per part (label -> result key) the protocols its table carries."""
     by: dict[str, list[str]] = {}
     for label, key in parts.items():
         for p in distinct(ctx.results.raw.get(key, pd.DataFrame()), "protocol"):
@@ -133,19 +125,14 @@ def missing(what: str) -> str:
     return B.notice(f"{what}: {NOT_RUN}.")
 
 
-def first(frame: pd.DataFrame, *names: str) -> str | None:
-    return next((n for n in names if n in frame.columns), None)
-
-
 def ours_paper(frame: pd.DataFrame, splits: Sequence[str] = ("valid", "test")) -> dict[str, str]:
-    """Column map 'ours | paper | rel. diff' per split, for the owners' names of those columns
-    (``valid_ours``/``valid_paper`` or ``valid_ppl``/``paper_valid_ppl``)."""
+    """Column map 'ours | paper | rel. diff' per split (``valid_ours``/``valid_paper`` or ``valid_ppl``/...)."""
     cols: dict[str, str] = {}
     for split in splits:
         for names, what in (((f"{split}_ours", f"{split}_ppl"), "ours"),
                             ((f"{split}_paper", f"paper_{split}_ppl"), "paper"),
                             ((f"{split}_rel_diff",), "rel. diff")):
-            col = first(frame, *names)
+            col = next((n for n in names if n in frame.columns), None)
             if col is not None:
                 cols[col] = f"{split} {what}"
     return cols
@@ -156,8 +143,7 @@ def rel_cols(frame: pd.DataFrame) -> list[str]:
 
 
 def listed(frame: pd.DataFrame, col: str, label: str) -> str:
-    """The distinct values of a long text column (e.g. where the paper's numbers come from) as one
-    sentence, instead of a column that repeats them."""
+    """The distinct values of a long text column as one sentence, not a column that repeats them."""
     values = distinct(frame, col)
     return f"{label}: " + "; ".join(B.escape(v) for v in values) + "." if values else ""
 

@@ -1,6 +1,5 @@
-"""The result files as one ``Results`` object, each experiment's read by its section's ``read(res)`` with
-``read_table``: a result not produced is ``None`` ("not run in this protocol"); a file that lacks a column the
-report reads is an error naming both (the report must not silently show less)."""
+"""The result files as one ``Results`` object, each experiment's read by its section with ``read_table``: a result
+not produced is ``None``; a file that lacks a column the report reads is an error (never silently less)."""
 
 from __future__ import annotations
 
@@ -14,13 +13,10 @@ import pandas as pd
 
 from replicate.errors import ReplicateError
 
-BENCHMARK_GLOB = "benchmarks/**/*.tsv"
-
 
 @dataclass
 class Results:
-    """The frames the claims read, by name (docs/report.md, "The claims' input"; each set by its experiment's
-    ``read``), plus the raw frames the sections display."""
+    """The frames the claims read, by name (docs/report.md, "The claims' input"), and those the sections show."""
     root: Path = Path("results")
     frames: dict[str, pd.DataFrame | None] = field(default_factory=dict)  # the claims' input (None: not produced)
     raw: dict[str, pd.DataFrame] = field(default_factory=dict)      # name -> the CSV as written (or runs' settings)
@@ -56,8 +52,7 @@ def relative(root: Path, path: Path) -> str:
 
 
 def read_table(res: "Results", key: str, rel: str, cols, **read_kw) -> pd.DataFrame | None:
-    """Read ``<results>/rel`` if it exists, check it has ``cols``, register it as ``res.raw[key]`` (the
-    frame shown in the report) with its path; None when the result was not produced."""
+    """``<results>/rel`` with its ``cols`` checked, registered as ``res.raw[key]``; None when not produced."""
     path = res.root / rel
     if not path.is_file():
         return None
@@ -70,7 +65,7 @@ def read_table(res: "Results", key: str, rel: str, cols, **read_kw) -> pd.DataFr
 def load_benchmarks(root: Path) -> pd.DataFrame | None:
     """One row per Snakemake ``benchmark:`` file (mean over its repeats), with the job it times."""
     rows = []
-    for path in sorted(root.glob(BENCHMARK_GLOB)):
+    for path in sorted(root.glob("benchmarks/**/*.tsv")):
         frame = _read_csv(path, sep="\t")
         _need(frame, ["s", "max_rss", "cpu_time", "mean_load"], path)
         for col in ("s", "max_rss", "cpu_time", "mean_load"):
@@ -84,8 +79,7 @@ def load_benchmarks(root: Path) -> pd.DataFrame | None:
 
 
 def load_provenance(root: Path) -> list[dict[str, Any]]:
-    """Every provenance block under ``root``: result JSONs with a ``provenance`` key and
-    ``*.provenance.json`` sidecars (the report's own output excluded)."""
+    """Every provenance block under ``root`` (result JSONs' ``provenance`` and ``*.provenance.json`` sidecars)."""
     out = []
     for path in sorted(root.rglob("*.json")):
         rel = path.relative_to(root)
@@ -107,6 +101,4 @@ def load_provenance(root: Path) -> list[dict[str, Any]]:
 
 def run_label(path: str) -> str:
     """A short label for a result path: results/press_wolf/small/seed1/metrics.json -> press_wolf/small/seed1."""
-    p = re.sub(r"^results/", "", path)
-    p = re.sub(r"(/metrics)?\.json$|\.provenance\.json$", "", p)
-    return p
+    return re.sub(r"(/metrics)?\.json$|\.provenance\.json$", "", re.sub(r"^results/", "", path))

@@ -11,7 +11,7 @@ from replicate.reportkit import effects as E
 from replicate.reportkit import noise
 from replicate.reportkit.claims import (STATUSES, Claim, Verdict, checked, n_seeds, not_run, num, row_of,
                                         with_effects)
-from replicate.reportkit.format import NOT_RUN
+from replicate.reportkit.labels import NOT_RUN
 
 
 def _study_claim(claim_id: str) -> Callable[..., Verdict]:
