@@ -1,25 +1,10 @@
-"""Speed benchmark (not a test): training tokens/s of this engine vs a plain PyTorch loop, and the
-machine's fp32 matmul throughput, in one run.
+"""Speed benchmark (not a test): training tokens/s of this engine against a plain PyTorch loop, and the fp32
+matmul peak (``python -m replicate press-wolf bench``; ``snakemake --cores 2 press_wolf_speed`` writes it to results/).
 
-    python -m replicate press-wolf bench --threads 2 --cells small,medium,bd,inan_vd,inan_al,inan_re,inan_real
-    snakemake --cores 2 press_wolf_speed      # the same into results/ (JSON + table), for publishing
-
-Cells (``CELLS``): the Press & Wolf small and Zaremba medium models, a BD cell (Gal's per-gate masks, at
-the medium width) and the four Inan et al. Table 1 small rows of the default preset. The plain loop of
-small and medium is what one would write from the PyTorch docs (nn.Embedding + nn.LSTM + nn.Linear +
-F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mean_b NLL, hidden state
-carried). nn.LSTM has no per-sequence or per-gate masks, so the plain loop of the BD and Inan cells is the
-engine's own step under ``REPLICATE_KERNELS=reference``: a per-step autograd LSTM with the masks,
-F.cross_entropy, and the per-token ``F.kl_div`` augmented loss. Both see the same random tokens; the
-repeats alternate the two loops so that load changes on a shared machine hit both. The tokens are drawn
-with probability 1 / rank, so that a window has about as many distinct words as a PTB one. Each cell with a
-default-preset row also gets the projected wall time of that whole row (training at the measured rate,
-plus every evaluation the row runs at the measured evaluation rates, on the PTB split sizes).
-Rates are given per wall-clock second and per CPU second of the
-process (on a loaded machine the CPU-time rate at 1 thread is the robust one). Model FLOP/s counts
-6 x (matmul multiply-adds per token) (forward + the two backward matmuls) and is compared with the best of
-a 2048^3 fp32 matmul. The load average at the start and the end is recorded with the result, with a
-warning when the machine was not idle: quote ratios from idle runs only.
+The plain loop is stock modules (nn.Embedding + nn.LSTM + nn.Linear, manual SGD) where nn.LSTM can express the
+cell, else the engine's own step under ``REPLICATE_KERNELS=reference``. Both read the same Zipf-drawn tokens,
+alternating over repeats; a default-preset row also gets its projected wall hours on PTB. Rates per wall and per
+CPU second; model FLOP/s = 6 x matmul multiply-adds per token. Quote ratios from idle runs only (load recorded).
 """
 
 from __future__ import annotations

@@ -86,10 +86,8 @@ def cmd_embeddings(args) -> int:
 
 
 def final_similarity(sim, epoch: int):
-    """The rows of ``epoch``, the last epoch every analysed run reached (early-stopped runs end at different
-    epochs, and a later epoch holds only the runs that trained longer); per comparison the pairs whose
-    matrices started from different values (when a comparison only has pairs with a shared initial draw,
-    those, flagged by ``shared_init``)."""
+    """The rows of ``epoch`` (the last one every run reached), per comparison its pairs of independent initial
+    draws (those with a shared one where it has no other)."""
     import pandas as pd
 
     last = sim[sim["epoch"] == epoch]
