@@ -138,9 +138,7 @@ def equal_update_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
 
 
 def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, train_tokens: int | None) -> dict:
-    """Settings for ``replicate.lstm.train_run``: the preset + the run's overrides + this cell."""
-    if variant not in VARIANTS:
-        raise ReplicateError(f"unknown scale variant {variant!r}", f"use one of {sorted(VARIANTS)}")
+    """Settings for ``replicate.lstm.train_run``: the preset + the run's overrides + this cell (checked by its path)."""
     settings = {"size": lstm["size"], **lstm["overrides"], "hidden_size": int(hidden), **VARIANTS[variant],
                 "seed": int(seed)}
     if train_tokens is not None:
@@ -149,9 +147,7 @@ def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, tra
 
 
 def train_tokens_for(n_train: int, pct: int) -> int:
-    """Tokens in the first ``pct`` percent of the training split (nested prefixes)."""
-    if not 0 < pct <= 100:
-        raise ReplicateError(f"data percentage {pct} outside (0, 100]", "use percentages like 10, 25, 50, 100")
+    """Tokens in the first ``pct`` percent (1 to 100, checked by the run's path) of the training split."""
     return n_train if pct == 100 else int(round(n_train * pct / 100))
 
 
@@ -169,12 +165,6 @@ def runs_frame(summaries: list[dict], protocol: str) -> pd.DataFrame:
     return df.sort_values(["dataset", "dropout", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
 
 
-def _metric_col(metric: str) -> str:
-    if metric not in ("best_valid", "final_valid"):
-        raise ReplicateError(f"unknown scale metric {metric!r}", "use best_valid or final_valid")
-    return f"{metric}_ppl"
-
-
 def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]]:
     """(study, dataset, pct, hidden, dropout) for every point of the gain tables."""
     data, model = cfg["data"], cfg["model"]
@@ -188,7 +178,7 @@ def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]
 
 def gain_by_seed(runs: pd.DataFrame, cfg: dict[str, Any], metric: str, protocol: str) -> pd.DataFrame:
     """Per-seed untied/tied pairs of every study point."""
-    col = _metric_col(metric)
+    col = f"{metric}_ppl"  # best_valid or final_valid (the schema's enum)
     rows = []
     for study, dataset, pct, hidden, drop in study_membership(cfg):
         cell = runs[(runs["dataset"] == dataset) & (runs["pct"] == pct) & (runs["hidden"] == hidden)
@@ -412,11 +402,8 @@ def select_lr(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: int) -> float:
-    """Step-0 loss that also counts the spread of the logits of the n − 1 other tokens (zero residual
-    branches). Tied: ``initial_loss(..., spread=True)``, log(exp(s) + (n − 1) exp(v / 2)) with s the
-    self-logit and v = s² / d the other logits' variance (σ² with the d^-1/2 rescale, so 0.5 nats at σ = 1).
-    Untied (output at ``embed_std`` on a unit-rms hidden state): log n + d σ² / 2. The target's own logit
-    has mean 0 except where target = input, which this form ignores."""
+    """Step-0 loss counting the spread of the n − 1 other logits (zero branches): tied, ``initial_loss(...,
+    spread=True)``; untied (output at ``embed_std`` on a unit-rms hidden state), log n + d σ² / 2."""
     from replicate.initial_loss.theory import initial_loss
 
     if not tied:
