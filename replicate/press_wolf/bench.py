@@ -194,12 +194,9 @@ def _optimizer_step(model: LSTMLM, tcfg):
 
 
 def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repeats: int = 7) -> dict:
-    """Milliseconds of one training window of an Inan cell (``inan_al``, ``inan_real``, ...) by part, at its
-    shapes: the recurrence (two VD-masked layers, forward + backward), the output layer's three GEMMs, the
-    soft-target product(s) (+AL: E[words] E^T; +REAL also its two backward products), the rest of the output
-    layer + loss (element-wise passes), the optimizer; ``fused``: the fused output-layer kernel
-    (``AugmentedTrainer``), else logits + ``F.cross_entropy`` + ``augmented_loss`` through autograd (the path
-    before the fused kernel). The whole step is the trainer's, from ``ours_tok_s``."""
+    """Milliseconds of one training window of an Inan cell by part (recurrence, output GEMMs, soft-target
+    products, the loss's element-wise rest, optimizer) and whole; ``fused``: the fused output-layer kernel, else
+    the autograd path."""
     settings, al, _, _ = cell(name)
     mcfg, tcfg = resolve(settings, vocab)
     H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
@@ -313,9 +310,8 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
 
 
 def speed_table(result: dict):
-    """One row per cell and clock: both medians, their ratio, what the plain loop is, the load the run started
-    and ended at (``idle`` from the start: the load at the end includes the benchmark's own threads) and, on
-    the wall-clock row, the projected hours of the cell's default-preset row."""
+    """One row per cell and clock: both medians, their ratio, the plain loop's kind, the load at start and end,
+    and (wall clock) the projected hours of the cell's default-preset row."""
     import pandas as pd
 
     rows = [{"cell": name, "clock": clock, "threads": result["threads"],
