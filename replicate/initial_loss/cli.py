@@ -23,16 +23,13 @@ from replicate.cli_common import add_job_args, load_spec, log
 from replicate.errors import ReplicateError
 
 
-def read_runs(paths: list[str]) -> pd.DataFrame:
-    return pd.concat([pd.read_csv(p, dtype={"std": str}) for p in paths], ignore_index=True)
-
-
 def cmd_tables(args) -> int:
     from replicate.initial_loss import tables, theory
 
     spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
     section = spec["initial_loss"]
-    tidy = read_runs(args.runs).sort_values(["token_dist", "branches", "init", "std", "head", "d", "seed"])
+    tidy = pd.concat([pd.read_csv(p, dtype={"std": str}) for p in args.runs], ignore_index=True).sort_values(
+        ["token_dist", "branches", "init", "std", "head", "d", "seed"])
     summary = tables.summarise(tidy, spec.get("protocol"))
     essay = theory.essay_table(section["theory_widths"], section["theory_stds"], section["vocab_size"])
     fam = tables.embedding_table(tables.load_families(args.families))
