@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from replicate.errors import ReplicateError
-from replicate.initial_loss import families, tables
+from replicate.initial_loss import tables
 from replicate.llama import ModelConfig, TransformerLM
 from replicate.initial_loss.sweep import expand_grid, run_width, sample_tokens, streamed_losses
 
@@ -96,7 +96,7 @@ def test_run_width_tidy_rows_and_summary():
 
 
 def test_families_table_from_the_reference_csv(repo_root):
-    fam = families.embedding_table(families.load_families(repo_root / "paper/reference/model_families.csv"))
+    fam = tables.embedding_table(tables.load_families(repo_root / "paper/reference/model_families.csv"))
     assert fam["source"].str.len().min() > 5
     assert (fam["embedding_params"] < fam["total_params"]).all()
     gpt2 = fam[fam["model"] == "gpt2"].iloc[0]
@@ -111,4 +111,4 @@ def test_families_rejects_rows_without_source(tmp_path):
     pd.DataFrame([{"family": "x", "model": "y", "vocab_size": 10, "d_model": 4, "n_layers": 1, "tied": True,
                    "total_params": 100, "source": ""}]).to_csv(p, index=False)
     with pytest.raises(ReplicateError):
-        families.load_families(p)
+        tables.load_families(p)

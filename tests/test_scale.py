@@ -39,11 +39,7 @@ def test_nested_fractions_and_settings():
     assert study.train_tokens_for(929589, 10) == 92959
     s = study.run_settings({"size": "small", "overrides": {"epochs": 2}}, 400, "tied_pr", 3, 1000)
     assert s == {"size": "small", "epochs": 2, "hidden_size": 400, "tying": "tied", "projection": True,
-                 "seed": 3, "max_train_tokens": 1000}
-    from replicate.errors import ReplicateError
-
-    with pytest.raises(ReplicateError):
-        study.train_tokens_for(100, 0)
+                 "seed": 3, "max_train_tokens": 1000}  # a pct out of 1..100: refused by its path (test_experiments)
 
 
 def _lr_per_update(overrides, pct, updates_per_full_epoch=1000):

@@ -1,9 +1,5 @@
-"""Speed benchmark (not a test) of the augmented loss: ``augmented_loss`` against the per-token
-transcription, forward + backward on random logits and embedding of a PTB-sized batch, both forms
-timed alternately in one process so that load changes hit both.
-
-    python -m replicate inan bench-loss --threads 1 --repeats 21
-"""
+"""Speed benchmark (not a test) of the augmented loss against its per-token transcription, forward + backward on a
+PTB-sized batch, the two timed alternately (``python -m replicate inan bench-loss``)."""
 
 from __future__ import annotations
 
@@ -27,9 +23,7 @@ def load_state() -> dict:
 
 
 def zipf_targets(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
-    """``n`` word ids drawn with probability proportional to 1 / rank, like text (700 draws from 10,000 give about
-    380 distinct words; a PTB train batch has 314-397): what the augmented loss's cost depends on, where uniform
-    ids would make nearly every target distinct."""
+    """``n`` word ids drawn with probability 1 / rank, with about as many distinct words as a PTB batch."""
     g = torch.Generator().manual_seed(seed)
     weights = 1.0 / torch.arange(1, vocab + 1, dtype=torch.float64)
     return torch.multinomial(weights, n, replacement=True, generator=g)

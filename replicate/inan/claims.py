@@ -106,13 +106,6 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
     return list(part.groupby(x)["distance"].mean().items())
 
 
-def _figure1_reading(r) -> tuple[str, str]:
-    """(reading, metric) the Figure 1 table rests on; the metric as the table names it."""
-    f = r.frames.get("inan_figure1")
-    metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
-    return ", ".join(distinct(f, "reading")) or "not recorded", metric
-
-
 def _readings_reproduce(r) -> str:
     """'k of n readings have the paper's shape', from the readings table ('' without one)."""
     readings = r.raw.get("inan_subspace_readings")
@@ -124,7 +117,9 @@ def _readings_reproduce(r) -> str:
 
 def _figure1_basis(r) -> str:
     """Which reading and metric the Figure 1 claims rest on, and how many readings have the paper's shape."""
-    reading, metric = _figure1_reading(r)
+    f = r.frames.get("inan_figure1")
+    reading = ", ".join(distinct(f, "reading")) or "not recorded"
+    metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
     reproduce = _readings_reproduce(r)
     return f"reading {reading}; metric: {metric}" + (f"; {reproduce} (rapid decrease in β, lower at larger τ)"
                                                      if reproduce else "")

@@ -137,41 +137,30 @@ def _bench_loss(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replicate inan", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-
-
-    for name, func, help_ in (("table1", _table1, "Table 1 beside the paper"),
-                              ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity"),
-                              ("screen-table", _screen, "short-scale screen: each run's gain over its VD-LSTM baseline")):
+    for name, func, help_, paper in (
+            ("table1", _table1, "Table 1 beside the paper", "inan_table1"),
+            ("ablation-table", _ablation, "tau x gamma ablation: validation perplexity", None),
+            ("screen-table", _screen, "short-scale screen: each run's gain over its VD-LSTM baseline", None),
+            ("figure1", _figure1, "section 6.2: Figure 1 data CSVs and figure", "inan_figure1"),
+            ("readings-table", _readings, "section 6.2: the readings' Figure 1 shapes side by side", "inan_figure1")):
         p = sub.add_parser(name, help=help_)
         add_job_args(p, threads=False, spec_help="resolved config slice (provenance)")
         p.add_argument("--protocol", required=True)
-        p.add_argument("--out", required=True)
-        if name == "table1":
-            p.add_argument("--paper", required=True, help="paper/reference/inan_table1.csv")
+        if paper:
+            p.add_argument("--paper", required=True, help=f"paper/reference/{paper}.csv")
+        p.add_argument("--out", required=True, **({"help": "per-point CSV"} if name == "figure1" else {}))
+        if name == "figure1":
+            p.add_argument("--out-runs", required=True, help="per-run CSV")
+            p.add_argument("--out-epochs", required=True, help="per-run, per-epoch distance CSV (long)")
+            p.add_argument("--figure", required=True, help="figure stem (PNG + SVG)")
         if name == "screen-table":
             p.add_argument("--soft-target", nargs="*", default=[],
                            help="`inan soft-target` CSVs of the +AL / +REAL runs (their y~ beside each gain)")
-        p.add_argument("metrics", nargs="+")
+        if paper == "inan_figure1":
+            p.add_argument("points", nargs="+", help="section 6.2 point JSONs")
+        else:
+            p.add_argument("metrics", nargs="+", help="the runs' metrics.json")
         p.set_defaults(func=func)
-
-    p = sub.add_parser("figure1", help="section 6.2: Figure 1 data CSVs and figure")
-    add_job_args(p, threads=False)
-    p.add_argument("--protocol", required=True)
-    p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
-    p.add_argument("--out", required=True, help="per-point CSV")
-    p.add_argument("--out-runs", required=True, help="per-run CSV")
-    p.add_argument("--out-epochs", required=True, help="per-run, per-epoch distance CSV (long)")
-    p.add_argument("--figure", required=True, help="figure stem (PNG + SVG)")
-    p.add_argument("points", nargs="+")
-    p.set_defaults(func=_figure1)
-
-    p = sub.add_parser("readings-table", help="section 6.2: the readings' Figure 1 shapes side by side")
-    add_job_args(p, threads=False)
-    p.add_argument("--protocol", required=True)
-    p.add_argument("--paper", required=True, help="paper/reference/inan_figure1.csv")
-    p.add_argument("--out", required=True)
-    p.add_argument("points", nargs="+", help="point JSONs of every reading")
-    p.set_defaults(func=_readings)
 
     p = sub.add_parser("soft-target", help="how informative the AL soft target y~ of trained runs is")
     p.add_argument("--corpus", required=True, help="prepared corpus.pt (its split gives the target tokens)")

@@ -48,9 +48,7 @@ def _mean(values) -> float:
 
 
 def run_hours(run: dict[str, Any]) -> float:
-    """A run's cost in hours: training plus the per-epoch validation passes, summed over its epoch history
-    (a resumed run's epochs count once; the final test pass and work lost to an interruption do not count).
-    Wall-clock time on the machine that ran it, at whatever load it had."""
+    """A run's wall hours: training and per-epoch validation over its epoch history (each epoch once)."""
     return sum(r["seconds"] + r.get("eval_seconds", 0.0) for r in run["history"]) / 3600
 
 
@@ -135,11 +133,8 @@ def _soft_target_stats(paths) -> dict[Path, dict[str, float]]:
 
 
 def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None, soft_target_paths=None) -> pd.DataFrame:
-    """The short-scale screen: one row per run with its settings, and its gain over its VD-LSTM baseline
-    (``replicate.inan.screen.pair_baselines``): valid ppl of the baseline minus this run's, after the last epoch
-    and at the best epoch of each (NaN without a baseline). Beside the gain, for +AL / +REAL runs, how informative
-    their soft target was (``soft_target_paths``: ``inan soft-target`` CSVs of the runs).
-    ``runs_config``: the config's ``inan.screen.runs`` (``why`` and ``baseline``)."""
+    """The short-scale screen: one row per run, its settings and its gain over its VD-LSTM baseline (valid ppl,
+    last and best epoch; NaN without one), beside its y~ statistics (``inan soft-target`` CSVs)."""
     from replicate.inan.screen import budget_key, pair_baselines, run_name
 
     config = {run_name(r["variant"], r["tag"]): r for r in runs_config or []}
@@ -213,12 +208,8 @@ def _points(point_paths) -> dict[tuple[float, float], dict]:
 
 
 def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_csv, protocol: str) -> pd.DataFrame:
-    """One row per section 6.2 reading: its Figure 1 points and whether it has the paper's shape.
-
-    Shape, as the paper's Figure 1 shows it (``replicate.inan.shape``): (a) the distance decreases rapidly
-    with beta, (b) at beta = 1 it is lower at the largest tau than at the smallest, and it ends near the
-    paper's ~0.06 at beta = 1. ``distance`` columns are the relative residual; ``angle_distance_beta1`` is
-    the principal-angle distance at tau = panel a's tau, beta = 1."""
+    """One row per section 6.2 reading: its Figure 1 points (relative residual) and whether it has the paper's
+    shape (``replicate.inan.shape``), beside the paper's ~0.06 at beta = 1."""
     by_reading: dict[str, dict] = {}
     for d in map(_load_point, point_paths):
         by_reading.setdefault(d["reading"], {})[(float(d["tau"]), float(d["beta"]))] = d
@@ -255,8 +246,7 @@ def readings_table(point_paths, panels: list[tuple[str, float, float]], paper_cs
 
 
 def figure1_epochs(point_paths, panels: list[tuple[str, float, float]], protocol: str) -> pd.DataFrame:
-    """Long table of both distances after every epoch (0 = at init) of every run of Figure 1: shows
-    whether a point had converged or was still moving when training stopped."""
+    """Both distances after every epoch (0 = at init) of every run of Figure 1 (long)."""
     points = _points(point_paths)
     rows = [{"panel": panel, "tau": tau, "beta": beta, "seed": r["seed"], "epoch": int(epoch), "distance": dist,
              "angle_distance": r["angle_distance_by_epoch"][epoch], "protocol": protocol}

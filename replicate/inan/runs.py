@@ -1,11 +1,6 @@
-"""Inan et al.'s training runs: the Press & Wolf engine plus the augmented loss (``replicate.inan.train``).
-
-Run ids: ``table1/<dataset>/<size>_<variant>`` (a Table 1 row, e.g. ``table1/ptb/small_real``),
-``ablation/<dataset>/<size>_<variant>_tau<tau>_gamma<gamma>`` (a point of the tau x gamma grid, any value in range,
-e.g. ``ablation/ptb/small_real_tau5_gamma0.5``; written as ``replicate.inan.readings.fmt`` writes it) and
-``screen/<dataset>/<size>_<variant>_<tag>`` (a run of ``inan.screen.runs``, e.g. ``screen/ptb/small_vd_later``)
-and ``subspace/<reading>/tau<tau>_beta<beta>`` (all seeds of one section 6.2 point: ``<run id>.json``).
-"""
+"""Inan et al.'s runs: the Press & Wolf engine plus the augmented loss (``replicate.inan.train``). Run ids:
+``table1/<dataset>/<size>_<variant>``, ``ablation/<dataset>/<size>_<variant>_tau<tau>_gamma<gamma>``,
+``screen/<dataset>/<size>_<variant>_<tag>`` and ``subspace/<reading>/tau<tau>_beta<beta>`` (a 6.2 point, all seeds)."""
 
 from __future__ import annotations
 
@@ -88,8 +83,7 @@ def run(config: dict[str, Any], run_id: str) -> Run:
 
 
 def _point(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
-    """One section 6.2 point: a defined reading, tau and beta in range; that reading's settings and seeds only
-    (editing another reading, or the list of compared readings, reruns nothing here)."""
+    """One section 6.2 point: a defined reading, tau and beta in range; that reading's settings and seeds only."""
     sub = config["inan"]["subspace"]
     where = f"Inan section 6.2 point {w['reading']}/tau{w['tau']}_beta{w['beta']}"
     if w["reading"] not in sub["readings"]:
@@ -116,8 +110,7 @@ def _point(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
 
 
 def _spec(inan: dict[str, Any], w: dict[str, str], section: dict[str, Any]) -> dict[str, Any]:
-    """The run's own slice of the config: its size block (with the data set's ``dataset_overrides`` and the
-    variant's AL switches), its seed and reduction."""
+    """The run's slice of the config: its size block (with ``dataset_overrides`` and AL switches), seed, reduction."""
     if w["size"] not in inan["sizes"]:
         raise SettingError(f"Inan run {w['dataset']}/{w['size']}_{w['variant']}: no size {w['size']!r} under "
                            "inan.sizes", f"define inan.sizes.{w['size']}, or use one of {', '.join(inan['sizes'])}")
@@ -166,9 +159,8 @@ def from_spec(config: dict[str, Any], kind: Kind, run_id: str, spec: dict[str, A
 
 
 def train(run: Run, corpus, results: Path, log, **job) -> None:
-    """Train (or resume) the run (a 6.2 point: ``train_point``): the engine's train_run with the augmented loss as
-    its extra loss; metrics.json also records the AL settings (``inan``) and, for an AL run, how informative its
-    final y~ is."""
+    """Train (or resume) the run with the augmented loss as the engine's extra loss; metrics.json also records the
+    AL settings and, for an AL run, its final y~ statistics (a 6.2 point: ``train_point``)."""
     from replicate import io as rio
     from replicate import provenance
     from replicate.inan.trainer import AugmentedTrainer
@@ -211,8 +203,7 @@ def train_point(run: Run, corpus, results: Path, log, threads: int, device: str,
 
 
 def final_soft_target(run: Path, targets, al) -> dict:
-    """``soft_target.summarise`` of a finished run's y~ (its checkpoint's input embedding, at its own tau and
-    target_norm) over the valid split's targets."""
+    """``soft_target.summarise`` of a finished run's own y~ over the valid split's targets."""
     from replicate.inan.soft_target import checkpoint_state, summarise
 
     embedding = checkpoint_state(run)["model"]["embedding.weight"]

@@ -1,10 +1,5 @@
-"""The screen's run list: run names that read one way only, and each run's VD-LSTM baseline.
-
-A run is named ``<variant>_<tag>`` (its path ``<size>_<variant>_<tag>``). Its gain is measured against one
-VD-LSTM run: the one it names as ``baseline`` (a tag), or else the VD-LSTM run with the same learning-rate
-path and data budget (``budget_key``) that names no baseline itself. A VD-LSTM run that names a baseline is
-a treatment (e.g. VD-LSTM with embedding dropout), never a default baseline.
-"""
+"""The screen's run list: names ``<variant>_<tag>`` that read one way only, and each run's VD-LSTM baseline (the one
+it names, else the unnamed VD-LSTM run with the same lr path and data budget, ``budget_key``)."""
 
 from __future__ import annotations
 
@@ -31,9 +26,8 @@ def read_name(name: str) -> tuple[str, str] | None:
 
 
 def check_runs(runs: Iterable[dict[str, Any]]) -> None:
-    """Refuse a run list whose names collide or whose path reads as another run (``re`` + ``bias_x`` reads as
-    ``re_bias`` + ``x``), or
-    whose ``baseline`` names no VD-LSTM run of the list."""
+    """Refuse names that collide or read as another run (``re`` + ``bias_x`` as ``re_bias`` + ``x``), and a
+    ``baseline`` that names no VD-LSTM run of the list."""
     runs = list(runs)
     names = [run_name(r["variant"], r["tag"]) for r in runs]
     vd_tags = {r["tag"] for r in runs if r["variant"] == "vd"}
@@ -56,8 +50,7 @@ def budget_key(train: dict[str, Any]) -> tuple:
 
 
 def pair_baselines(rows: list[dict[str, Any]]) -> dict[str, str | None]:
-    """{run name: the name of its VD-LSTM baseline, or None}. ``rows``: dicts with variant, tag, baseline (a tag
-    or None) and key (``budget_key``). A named baseline with another key, or two candidates, is refused."""
+    """{run name: its VD-LSTM baseline's name or None} of ``rows`` (variant, tag, baseline, key)."""
     by_name = {run_name(r["variant"], r["tag"]): r for r in rows}
     out: dict[str, str | None] = {}
     for name, r in by_name.items():

@@ -1,11 +1,5 @@
-"""The shape of Figure 1, as numbers: does the distance decrease rapidly with beta (1a), and is it lower at
-larger tau (1b)? Used by the readings table and by the report's claims, on our measurements only.
-
-The paper says the distance "decreases rapidly" as beta grows (Inan et al. 2017, section 6.2): most of
-the fall comes early, not spread evenly over beta. A fall or a tau difference below SHAPE_TOLERANCE is
-within the seed-to-seed spread measured for one point (max - min over seeds <= 0.009 at 12 epochs), so it
-does not count.
-"""
+"""The shape of Figure 1 as numbers, on our measurements: does the distance decrease rapidly with beta (1a), and
+is it lower at larger tau (1b)? A change below SHAPE_TOLERANCE is within one point's seed spread."""
 
 from __future__ import annotations
 
@@ -16,10 +10,8 @@ RAPID_FACTOR = 1.5
 
 
 def beta_shape(curve: list[tuple[float, float]]) -> dict:
-    """(beta, distance) points -> the whole fall from the smallest to the largest beta, the share of it in
-    the first beta interval, and whether the decrease is rapid: the fall exceeds SHAPE_TOLERANCE, the first
-    interval carries at least RAPID_FACTOR x its linear share of it, and the distance never rises by more
-    than SHAPE_TOLERANCE."""
+    """(beta, distance) points -> the fall over the betas, the first interval's share of it, and ``rapid``: the
+    fall exceeds the tolerance, the first interval carries RAPID_FACTOR x its linear share, no rise beyond it."""
     pts = sorted(curve)
     if len(pts) < 3:
         raise ValueError("the beta curve needs at least three points")
@@ -33,8 +25,7 @@ def beta_shape(curve: list[tuple[float, float]]) -> dict:
 
 
 def tau_effect(curve: list[tuple[float, float]]) -> dict:
-    """(tau, distance) points at beta = 1 -> distance at the largest tau minus at the smallest, and whether
-    it is lower at the larger tau by more than SHAPE_TOLERANCE."""
+    """(tau, distance) points -> distance at the largest tau minus at the smallest, and whether it is lower."""
     pts = sorted(curve)
     if len(pts) < 2:
         raise ValueError("the tau curve needs at least two points")

@@ -1,24 +1,8 @@
-"""Is the augmented loss's soft target informative? Statistics of y~ = softmax(L^T u / tau) for a trained
-input embedding.
-
-The augmented loss relies on y~ putting its mass on words similar to the target. If the input embeddings
-are small, L^T u / tau is nearly constant over the vocabulary and y~ is nearly uniform: the AL then acts
-as a confidence penalty (it pulls the prediction towards uniform at temperature tau), not as the
-word-similarity target the paper describes. Per target word t (u = E[t], E = L^T the |V| x d embedding
-weight), three numbers:
-
-- ``entropy_ratio``: H(y~) / log |V| (1 = uniform, 0 = all mass on one word);
-- ``target_mass``: y~_t, the mass on the target word itself (uniform: 1 / |V|);
-- ``top_mass``: the mass on the k most probable words (uniform: k / |V|).
-
-They are averaged over the target tokens of a split (each word weighted by how often it is a target),
-and over the vocabulary (every word once). Only (chunk, |V|) rows are formed at a time. With
-``target_norm`` the statistics are those of the y~ the AL trains with under that knob (every word vector
-at that norm inside the target, ``replicate.inan.losses.target_embedding``).
-
-``loss_terms`` answers the companion question for a trained model: how large is the AL term of the
-objective beside the cross-entropy (both per token, the model in eval mode)?
-"""
+"""Is the augmented loss's soft target informative? Statistics of y~ = softmax(L^T u / tau) for a trained input
+embedding: with small embeddings y~ is nearly uniform and the AL acts as a confidence penalty, not the
+word-similarity target the paper describes. Per target word t: ``entropy_ratio`` H(y~) / log |V|, ``target_mass``
+y~_t and ``top_mass`` (the k most probable words), averaged over a split's target tokens and over the vocabulary;
+``loss_terms``: the AL term of a trained model's objective beside its cross-entropy."""
 
 from __future__ import annotations
 
@@ -54,9 +38,8 @@ def word_stats(embedding: torch.Tensor, tau: float, top_k: int = 10, chunk: int 
 
 def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None = None, top_k: int = 10,
               chunk: int = 1024, target_norm: float | None = None) -> dict[str, float]:
-    """Means of the three statistics over the vocabulary (``vocab_*``) and, given a split's target tokens,
-    weighted by how often each word is a target (``token_*``); the uniform distribution's values beside
-    them, and the mean row norm of the embedding (the model's, not the rescaled one)."""
+    """The statistics' means over the vocabulary (``vocab_*``) and over ``targets`` (``token_*``), the uniform
+    distribution's values and the embedding's mean row norm."""
     stats = word_stats(embedding, tau, top_k, chunk, target_norm)
     vocab = embedding.shape[0]
     out: dict[str, float] = {"tau": float(tau), "target_norm": target_norm, "top_k": int(top_k),
@@ -76,8 +59,7 @@ def summarise(embedding: torch.Tensor, tau: float, targets: torch.Tensor | None 
 
 @torch.no_grad()
 def loss_terms(model, tokens: torch.Tensor, al) -> dict[str, float]:
-    """Per-token cross-entropy, J_aug and alpha * J_aug of ``model`` (an LSTMLM, eval mode, one stream) on
-    ``tokens``, the AL term computed by ``al``, the run's own training loss (replicate.inan.train.AugmentedLoss)."""
+    """Per-token cross-entropy, J_aug and alpha * J_aug of ``model`` (eval mode, one stream) on ``tokens``."""
     model.eval()
     inputs, targets = tokens[:-1].view(-1, 1), tokens[1:].reshape(-1)
     features, _ = model(inputs, model.init_hidden(1))

@@ -1,8 +1,7 @@
-"""``python -m replicate initial-loss {tables,figures,memory}``: the rules' commands (one width of the sweep:
-``python -m replicate train initial_loss runs/d<width>``, replicate/initial_loss/runs.py).
+"""``python -m replicate initial-loss <tables|figures|memory>``: the rules' commands (one width of the sweep:
+``python -m replicate train initial_loss runs/d<width>``).
 
-- tables:  tidy CSV of all widths, summary vs theory, the essay's exp(d*sigma) table, model families,
-           metrics.json (headline numbers + provenance)
+- tables:  tidy CSV of all widths, summary vs theory, the essay's exp(d*sigma) table, model families, metrics.json
 - figures: PNG + SVG figures
 - memory:  peak RSS of one streamed sweep point (the 12-layer d = 4096 benchmark); fails above the limit
 """
@@ -24,19 +23,16 @@ from replicate.cli_common import add_job_args, load_spec, log
 from replicate.errors import ReplicateError
 
 
-def read_runs(paths: list[str]) -> pd.DataFrame:
-    return pd.concat([pd.read_csv(p, dtype={"std": str}) for p in paths], ignore_index=True)
-
-
 def cmd_tables(args) -> int:
-    from replicate.initial_loss import families, tables, theory
+    from replicate.initial_loss import tables, theory
 
     spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
     section = spec["initial_loss"]
-    tidy = read_runs(args.runs).sort_values(["token_dist", "branches", "init", "std", "head", "d", "seed"])
+    tidy = pd.concat([pd.read_csv(p, dtype={"std": str}) for p in args.runs], ignore_index=True).sort_values(
+        ["token_dist", "branches", "init", "std", "head", "d", "seed"])
     summary = tables.summarise(tidy, spec.get("protocol"))
     essay = theory.essay_table(section["theory_widths"], section["theory_stds"], section["vocab_size"])
-    fam = families.embedding_table(families.load_families(args.families))
+    fam = tables.embedding_table(tables.load_families(args.families))
     rio.write_csv(args.tidy, tidy)
     rio.write_csv(args.summary, summary)
     rio.write_csv(args.theory, essay)

@@ -42,8 +42,7 @@ def run(config: dict[str, Any], run_id: str) -> Run:
 
 
 def check_width(width: Any, head_dim: int, where: str) -> int:
-    """A width of the sweep: in range, and split into heads of even width (as ``replicate.llama.ModelConfig``
-    requires)."""
+    """A width of the sweep: in range, and split into heads of even width (``replicate.llama.ModelConfig``)."""
     width = SCHEMAS.check(width, "initial_loss.schema.yaml#/$defs/width", key="width", where=where,
                           fix="use a width from 2 to 65536 (results/initial_loss/runs/d<width>.csv, "
                               "initial_loss.widths)")

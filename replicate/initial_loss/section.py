@@ -22,8 +22,7 @@ FIGURES = (["initial_loss_vs_width", "initial_loss_standard_init", "embedding_sh
 
 
 def read(res: Results) -> None:
-    """The sweep's summary (for the claims also as ``initial_loss``, tied and rescale as booleans), the closed
-    form, the model families and the memory benchmark."""
+    """The sweep's summary (also as ``initial_loss``, booleans parsed), the closed form, families, memory."""
     frame = read_table(res, "initial_loss_summary", P.IL_SUMMARY,
                        ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n",
                         "loss_mean", "reference_kind", "reference_loss", "diff", "rel_diff", "protocol"],
@@ -46,9 +45,8 @@ IL_CONSTANT = {"n": "vocabulary n", "n_layers": "layers", "n_seeds": "seeds per 
 
 
 def initial_loss_differences(summary: pd.DataFrame, tolerances: dict) -> pd.DataFrame:
-    """One row per setting (tokens, branches, init, σ, head, reference), one column ``d=<d>`` per width
-    holding measured − reference (nats, mean over seeds), and ``tol:d=<d>``, the tolerance of the claim the
-    row tests at that point (nats; claims.tolerance_nats)."""
+    """One row per setting, per width ``d=<d>``: measured − reference (nats, mean over seeds) and ``tol:d=<d>``,
+    the tolerance of the claim the row tests there."""
     keys = [c for c in IL_SETTING if c in summary.columns]
     rows = []
     for values, part in summary.groupby(keys, sort=False, dropna=False):
@@ -93,8 +91,7 @@ def _initial_loss_table(ctx: Context, summary: pd.DataFrame) -> str:
 
 
 def _theory_table(ctx: Context, t: pd.DataFrame) -> str:
-    """The closed form log(exp(dσ) + n − 1) as one row per init scale and one column per width (no training);
-    what every cell shares (n, log n, the rescaled closed form's range) is said once in the caption."""
+    """The closed form log(exp(dσ) + n − 1), one row per init scale, one column per width."""
     pivot = t.pivot_table(index="std", columns="d", values="theory_loss", sort=False)
     shown = pd.DataFrame({"init scale σ": [labels.value(str(i)) for i in pivot.index],
                           **{f"d={int(d)}": pivot[d].to_numpy() for d in pivot.columns}})

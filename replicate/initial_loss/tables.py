@@ -1,21 +1,20 @@
-"""Aggregate the sweep: mean over seeds, the reference each configuration should meet, the gap.
-
-Reference per configuration (column ``reference_kind``):
-- ``theory``: tied, zero branches, no mixer, no rescale -> log(exp(d*sigma) + n - 1);
-- ``theory_rescaled``: same with the d^-1/2 rescale -> log(exp(sigma*sqrt(d)) + n - 1);
-- ``log_n``: everything else (untied, mixers, normal branches): the essay's claim that these
-  start near log n (uniform tokens only; Zipf targets have a different entropy baseline).
-"""
+"""The initial-loss tables. The sweep: mean over seeds, the reference each configuration should meet, the gap
+(``reference_kind``: ``theory`` for tied, zero branches, no mixer; ``theory_rescaled``, the same with the d^-1/2
+rescale; ``log_n`` for everything else, uniform tokens only). The model families
+(``paper/reference/model_families.csv``, a source per row): embedding parameters n*d tied, 2*n*d untied, their
+share, and the bf16 gradient of the tied matrix that pipeline parallelism exchanges every step."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from replicate.llama import ModelConfig
+from replicate.errors import ReplicateError
 from replicate.initial_loss.theory import initial_loss
+from replicate.llama import ModelConfig
 
 KEYS = ["token_dist", "branches", "init", "std", "head", "tied", "rescale", "mixer", "d", "n", "n_layers"]
 
@@ -75,3 +74,38 @@ def findings(summary: pd.DataFrame) -> dict:
             for (init, std, head), p in normal.groupby(["init", "std", "head"])}
     res["log_n"] = float(s["log_n"].iloc[0]) if len(s) else None
     return res
+
+
+REQUIRED = ("family", "model", "vocab_size", "d_model", "n_layers", "tied", "total_params", "source")
+BF16_BYTES = 2
+
+
+def load_families(path: str | Path) -> pd.DataFrame:
+    """Read and check the model-family table (every row must name its source)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ReplicateError(f"model-family table {path} not found",
+                             "run from the repository root or set initial_loss.families_csv in the config")
+    frame = pd.read_csv(path)
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise ReplicateError(f"{path} lacks columns {missing}", f"add them; required: {list(REQUIRED)}")
+    if frame["source"].isna().any() or (frame["source"].astype(str).str.strip() == "").any():
+        raise ReplicateError(f"{path}: a row without a source", "every row needs a `source` (URL or citation)")
+    frame["tied"] = frame["tied"].astype(str).str.lower().map({"true": True, "false": False})
+    if frame["tied"].isna().any():
+        raise ReplicateError(f"{path}: `tied` must be true or false", "fix the `tied` column")
+    return frame
+
+
+def embedding_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add the computed columns (shares, parameter counts, tied-gradient bytes)."""
+    out = frame.copy()
+    nd = out["vocab_size"].astype("int64") * out["d_model"].astype("int64")
+    out["embedding_params"] = nd * out["tied"].map({True: 1, False: 2})
+    out["embedding_share"] = out["embedding_params"] / out["total_params"]
+    out["non_embedding_params"] = out["total_params"] - out["embedding_params"]
+    out["params_saved_by_tying"] = nd
+    out["pp_tied_grad_bytes_bf16"] = nd * BF16_BYTES
+    out["pp_tied_grad_mib_bf16"] = out["pp_tied_grad_bytes_bf16"] / 2**20
+    return out

@@ -1,25 +1,10 @@
-"""Speed benchmark (not a test): training tokens/s of this engine vs a plain PyTorch loop, and the
-machine's fp32 matmul throughput, in one run.
+"""Speed benchmark (not a test): training tokens/s of this engine against a plain PyTorch loop, and the fp32
+matmul peak (``python -m replicate press-wolf bench``; ``snakemake --cores 2 press_wolf_speed`` writes it to results/).
 
-    python -m replicate press-wolf bench --threads 2 --cells small,medium,bd,inan_vd,inan_al,inan_re,inan_real
-    snakemake --cores 2 press_wolf_speed      # the same into results/ (JSON + table), for publishing
-
-Cells (``CELLS``): the Press & Wolf small and Zaremba medium models, a BD cell (Gal's per-gate masks, at
-the medium width) and the four Inan et al. Table 1 small rows of the default preset. The plain loop of
-small and medium is what one would write from the PyTorch docs (nn.Embedding + nn.LSTM + nn.Linear +
-F.cross_entropy, manual SGD, clipping), with the same protocol (loss = sum_t mean_b NLL, hidden state
-carried). nn.LSTM has no per-sequence or per-gate masks, so the plain loop of the BD and Inan cells is the
-engine's own step under ``REPLICATE_KERNELS=reference``: a per-step autograd LSTM with the masks,
-F.cross_entropy, and the per-token ``F.kl_div`` augmented loss. Both see the same random tokens; the
-repeats alternate the two loops so that load changes on a shared machine hit both. The tokens are drawn
-with probability 1 / rank, so that a window has about as many distinct words as a PTB one. Each cell with a
-default-preset row also gets the projected wall time of that whole row (training at the measured rate,
-plus every evaluation the row runs at the measured evaluation rates, on the PTB split sizes).
-Rates are given per wall-clock second and per CPU second of the
-process (on a loaded machine the CPU-time rate at 1 thread is the robust one). Model FLOP/s counts
-6 x (matmul multiply-adds per token) (forward + the two backward matmuls) and is compared with the best of
-a 2048^3 fp32 matmul. The load average at the start and the end is recorded with the result, with a
-warning when the machine was not idle: quote ratios from idle runs only.
+The plain loop is stock modules (nn.Embedding + nn.LSTM + nn.Linear, manual SGD) where nn.LSTM can express the
+cell, else the engine's own step under ``REPLICATE_KERNELS=reference``. Both read the same Zipf-drawn tokens,
+alternating over repeats; a default-preset row also gets its projected wall hours on PTB. Rates per wall and per
+CPU second; model FLOP/s = 6 x matmul multiply-adds per token. Quote ratios from idle runs only (load recorded).
 """
 
 from __future__ import annotations
@@ -209,12 +194,9 @@ def _optimizer_step(model: LSTMLM, tcfg):
 
 
 def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repeats: int = 7) -> dict:
-    """Milliseconds of one training window of an Inan cell (``inan_al``, ``inan_real``, ...) by part, at its
-    shapes: the recurrence (two VD-masked layers, forward + backward), the output layer's three GEMMs, the
-    soft-target product(s) (+AL: E[words] E^T; +REAL also its two backward products), the rest of the output
-    layer + loss (element-wise passes), the optimizer; ``fused``: the fused output-layer kernel
-    (``AugmentedTrainer``), else logits + ``F.cross_entropy`` + ``augmented_loss`` through autograd (the path
-    before the fused kernel). The whole step is the trainer's, from ``ours_tok_s``."""
+    """Milliseconds of one training window of an Inan cell by part (recurrence, output GEMMs, soft-target
+    products, the loss's element-wise rest, optimizer) and whole; ``fused``: the fused output-layer kernel, else
+    the autograd path."""
     settings, al, _, _ = cell(name)
     mcfg, tcfg = resolve(settings, vocab)
     H, B, T, L = mcfg.hidden_size, tcfg.batch_size, tcfg.bptt, mcfg.num_layers
@@ -328,9 +310,8 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
 
 
 def speed_table(result: dict):
-    """One row per cell and clock: both medians, their ratio, what the plain loop is, the load the run started
-    and ended at (``idle`` from the start: the load at the end includes the benchmark's own threads) and, on
-    the wall-clock row, the projected hours of the cell's default-preset row."""
+    """One row per cell and clock: both medians, their ratio, the plain loop's kind, the load at start and end,
+    and (wall clock) the projected hours of the cell's default-preset row."""
     import pandas as pd
 
     rows = [{"cell": name, "clock": clock, "threads": result["threads"],

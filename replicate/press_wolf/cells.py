@@ -34,8 +34,7 @@ CELL_KEYS = [k for k in OVERRIDABLE if k != "seed"]  # = the keys of workflow/sc
 
 
 def spell(value: Any) -> str:
-    """The one spelling of a parsed value in a cell name: true/false, null, an int, the shortest float that
-    reads back the same (a whole float without its ``.0``), or the word itself."""
+    """The one spelling of a parsed value in a cell name (true, null, 3, 0.05, 1 for 1.0, a word)."""
     if isinstance(value, bool):
         return str(value).lower()
     if value is None:
@@ -47,14 +46,8 @@ def spell(value: Any) -> str:
 
 
 def parse_cell(cell: str) -> tuple[str, dict[str, Any]]:
-    """Split a cell name ``base`` or ``base@key=value@key=value`` into (base, overrides).
-
-    The ``@`` form is the one-command ablation: e.g. ``small_wt_pr@pr_lambda=0.05`` is the
-    small+WT+PR row with lambda 0.05, written to its own result folder. Values are parsed as
-    true/false, null, int, float or string (``replicate.validate.parse_text``); their types and
-    bounds are checked by the workflow against workflow/schemas/lstm.schema.yaml. ``seed`` is
-    not a cell override: the run's ``seed<N>`` folder sets it. A name that is not the one spelling of its
-    run (whitespace, a key twice, an empty or differently written value) is refused with the spelling."""
+    """Split a cell name ``base`` or ``base@key=value@...`` into (base, overrides parsed by ``parse_text``; the
+    schema checks them). ``seed`` is the folder's, not an override; a name not in its one spelling is refused."""
     if re.search(r"\s", cell):
         raise SettingError(f"cell {cell!r} contains whitespace", f"write it without: {''.join(cell.split())!r}")
     base, *items = cell.split("@")
@@ -94,8 +87,7 @@ def cell_settings(cell: str, common: dict[str, Any] | None = None, seed: int | N
 
 
 def check_cell_lists(pw: dict[str, Any]) -> None:
-    """Refuse a ``press_wolf`` section whose tables list a cell that neither ``cells`` nor ``ablations`` trains,
-    or that names one run twice (two spellings of the same cell and overrides); every name must parse."""
+    """Refuse tables listing an untrained cell, and two spellings of one run."""
     trained = [*pw["cells"], *pw["ablations"]]
     runs: dict[tuple, str] = {}
     for name in trained:

@@ -1,13 +1,6 @@
-"""Press & Wolf tables: our perplexities (mean, sd and number of seeds per cell) beside the paper's, with
-differences. The sd is the sample standard deviation over a cell's seeds (empty with one seed).
-
-Train perplexity comes in two forms: ``train_ours`` is the RUNNING train perplexity of the last epoch
-(the mean NLL over the epoch's batches, dropout on, weights moving), which the TF scripts print and
-Table 6 reports; ``train_clean_ours`` is the clean train perplexity after training (no dropout, fixed
-weights, the valid batch), which the Lua BD scripts print as "Final train set perplexity" and which
-Table 5's BD rows report (24.3 / 28.2 are far below those runs' running train perplexity, ~77 in Gal's
-published log). The protocol columns record each cell's schedule, gate biases and PR penalty.
-"""
+"""Press & Wolf tables: our perplexities (mean, sd over seeds, seeds per cell) beside the paper's, with
+differences. ``train_ours``: the running train perplexity of the last epoch (TF scripts, Table 6);
+``train_clean_ours``: the clean one after training (Lua BD scripts, Table 5's BD rows)."""
 
 from __future__ import annotations
 

@@ -15,9 +15,7 @@ from replicate.reportkit.labels import NOT_RUN
 
 
 def _study_claim(claim_id: str) -> Callable[..., Verdict]:
-    """The scale study's own verdict on one claim (``scale_claims.csv``: the slope of the per-seed log ratios
-    with its 95 % t interval, holds when the interval lies wholly on the claimed side of 0), so the report and
-    the study give one verdict by one rule."""
+    """The scale study's own verdict on one claim (``scale_claims.csv``), its slope's interval as the effect."""
     def check(r) -> Verdict:
         c = r.frames.get("scale_claims")
         row = c[c["claim_id"] == claim_id] if c is not None else None
@@ -42,8 +40,7 @@ def _study_claim(claim_id: str) -> Callable[..., Verdict]:
 
 
 def _similarity_allowance(e: pd.DataFrame) -> tuple[float | None, str, str, int | None]:
-    """The 95 % t half-width of the mean (to output − to input) difference over seed pairs, with its note, flag
-    and dof; the pairs share runs, so the dof is the tied model's independent seeds minus one, not the pairs'."""
+    """The 95 % t half-width of the mean (to output − to input) difference, note, flag and dof (tied seeds − 1)."""
     if not {"seed_a", "seed_b"} <= set(e.columns):
         return None, "seed pairs not recorded", "", None
     wide = e.pivot_table(index=["seed_a", "seed_b"], columns="comparison", values="spearman")
@@ -63,8 +60,7 @@ TF_VARIANTS = {"untied": "untied", "tied": "tied", "tied_rescale": "tied + resca
 
 
 def tf_tying_lowers_test_ppl(r) -> Verdict:
-    """ln(untied / tied test ppl) of the small transformer, paired by seed, with the study's 95 % t interval
-    (positive: tying lowers the test perplexity, the way the essay expects of a small model)."""
+    """ln(untied / tied test ppl) of the small transformer, paired by seed, with its 95 % t interval."""
     c = r.raw.get("scale_transformer_comparison")
     row, base = row_of(c, "variant", "tied"), row_of(c, "variant", "untied")
     ours, lo, hi = (num(row, k) for k in ("log_ratio_vs_untied", "log_ratio_lo", "log_ratio_hi"))
@@ -133,9 +129,8 @@ def _against_untied(r, col: str, what: str) -> tuple[dict, pd.Series] | Verdict:
 
 
 def tf_start_unchanged(r) -> Verdict:
-    """Each tied variant with every matrix at untied's σ starts within START_NATS of untied's step-0 loss, seed
-    by seed (a seed's variants share the batches and every common weight); T5's unit embedding starts
-    elsewhere by its init, so it is listed, not tested."""
+    """Each tied variant at untied's σ starts within START_NATS of untied's step-0 loss, seed by seed (T5's unit
+    embedding starts elsewhere by its init: listed, not tested)."""
     got = _against_untied(r, "step0_loss", "step-0 loss")
     if isinstance(got, Verdict):
         return got

@@ -18,7 +18,6 @@ from replicate.cli_common import add_job_args, load_spec, write_csv_with_provena
 from replicate.errors import ReplicateError
 
 
-# ----------------------------------------------------------------------------- table
 def cmd_table(args) -> int:
     from replicate.scale import figures, study
 
@@ -41,7 +40,6 @@ def cmd_table(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- embeddings
 def cmd_embeddings(args) -> int:
     import pandas as pd
     import torch
@@ -60,10 +58,7 @@ def cmd_embeddings(args) -> int:
         s = rio.read_json(run / "summary.json")
         variant, seed = s["variant"], int(s["seed"])
         per_word = pd.read_csv(run / "updates.csv", keep_default_na=False, na_values=[""])
-        b = emb.bucket_table(per_word, ana["buckets_per_decade"])
-        b.insert(0, "seed", seed)
-        b.insert(0, "variant", variant)
-        buckets.append(b)
+        buckets.append(leading(emb.bucket_table(per_word, ana["buckets_per_decade"]), variant=variant, seed=seed))
         state = torch.load(run / "embeddings.pt", weights_only=True)
         rec = emb.SnapshotRecorder(state["top_ids"])
         rec.load_state_dict(state)
@@ -85,11 +80,14 @@ def cmd_embeddings(args) -> int:
     return 0
 
 
+def leading(frame, **columns):
+    """``frame`` with constant ``columns`` put first."""
+    return frame.assign(**columns)[[*columns, *frame.columns]]
+
+
 def final_similarity(sim, epoch: int):
-    """The rows of ``epoch``, the last epoch every analysed run reached (early-stopped runs end at different
-    epochs, and a later epoch holds only the runs that trained longer); per comparison the pairs whose
-    matrices started from different values (when a comparison only has pairs with a shared initial draw,
-    those, flagged by ``shared_init``)."""
+    """The rows of ``epoch`` (the last one every run reached), per comparison its pairs of independent initial
+    draws (those with a shared one where it has no other)."""
     import pandas as pd
 
     last = sim[sim["epoch"] == epoch]
@@ -130,7 +128,6 @@ def word_similarity(benchmarks: list[dict], finals: dict, vocab: list[str], down
     return pd.DataFrame(rows, columns=cols)
 
 
-# ----------------------------------------------------------------------------- transformer summary
 def cmd_transformer_summary(args) -> int:
     import pandas as pd
 
@@ -149,12 +146,8 @@ def cmd_transformer_summary(args) -> int:
         run = Path(run)
         s = rio.read_json(run / "summary.json")
         rows.append({k: s[k] for k in keep})
-        c = pd.read_csv(run / "curve.csv")
-        c.insert(0, "seed", s["seed"])
-        c.insert(0, "peak_lr", s["lr"])
-        c.insert(0, "std", s["std"])
-        c.insert(0, "variant", s["variant"])
-        curves.append(c)
+        curves.append(leading(pd.read_csv(run / "curve.csv"), variant=s["variant"], std=s["std"], peak_lr=s["lr"],
+                              seed=s["seed"]))
     table = pd.DataFrame(rows)
     table.insert(table.columns.get_loc("theory_step0_loss") + 1, "spread_step0_loss", [
         study.spread_step0_loss(VARIANTS[r.variant]["tied"], VARIANTS[r.variant]["rescale"], r.d_model, r.embed_std,
@@ -172,7 +165,6 @@ def cmd_transformer_summary(args) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- argparse
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m replicate scale", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -210,10 +210,8 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
 
 
 def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
-    """The figure that answers the essay: tying gain (exp(log ratio) − 1) against embedding share (model
-    study) and against training tokens (data study), one series per dropout level, means with 95 % t
-    intervals over seeds, the claims' least-squares fits dotted, and the essay's expected direction as a
-    dashed arrow. Reads tables of the previous design too (log ratio from the perplexities, dropout 0)."""
+    """The figure that answers the essay: tying gain against embedding share and training tokens, per dropout
+    level, means with 95 % t intervals, the claims' fits dotted, the essay's direction as a dashed arrow."""
     from replicate.scale.study import slope_test, t_interval
 
     plt = _plt()

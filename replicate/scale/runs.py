@@ -12,7 +12,7 @@ from replicate import resources
 from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config, seed_of
 from replicate.run_checks import SCHEMAS, check_engine_settings
 from replicate.scale.study import (analysis_constraints, analysis_points, dropout_name, lr_name, lstm_grid,
-                                   lstm_overrides, run_settings, train_spec, train_tokens_for, transformer_runs,
+                                   run_settings, train_spec, train_tokens_for, transformer_runs,
                                    transformer_spec)
 from replicate.validate import SettingError, parse_text
 
@@ -71,9 +71,8 @@ def _lstm(config: dict[str, Any], run_id: str, w: dict[str, str]) -> Run:
     record = all(re.fullmatch(v, str(w[k])) for k, v in
                  analysis_constraints(analysis_points(sc) if sc["enabled"] else []).items())
     spec = train_spec(sc, w, run_config(config), record)
-    lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], pct, w["dropout"])}
     tokens = train_tokens_for(resources.corpus_shape(w["dataset"])["train"], pct)
-    settings = check_engine_settings(run_settings(lstm, hidden, w["variant"], seed, tokens), where)
+    settings = check_engine_settings(run_settings(spec["lstm"], hidden, w["variant"], seed, tokens), where)
     result = Run(LSTM, run_id, where, name=spec["name"], dataset=w["dataset"], spec=spec, config=spec["config"],
                  threads=sc["threads"], device=config["device"], settings=settings, min_runtime=sc["runtime_minutes"])
     result.check_memory(memory_limit_gib(config), where)

@@ -37,8 +37,7 @@ def read(res: Results) -> None:
 
 
 def run_settings(res: Results, key: str, pattern: str, block: str, cols: list[str]) -> None:
-    """``cols`` of the ``block`` of every run's JSON file (``pattern``: its path in replicate.paths, each field a
-    wildcard), one row per run, as ``res.raw[key]``: the regime lines read the settings the runs were made with."""
+    """``cols`` of the ``block`` of every run's JSON file (``pattern``, fields as wildcards) as ``res.raw[key]``."""
     wild = pattern.format(**{f: "*" for _, f, _, _ in string.Formatter().parse(pattern) if f})
     blocks = [json.loads(path.read_text()).get(block) or {} for path in sorted(res.root.glob(wild))]
     res.raw[key] = pd.DataFrame([{c: b.get(c) for c in cols} for b in blocks], columns=cols)
@@ -55,9 +54,7 @@ METRIC_WORDS = {"best_valid": "its best valid perplexity over epochs, on the sam
 
 
 def regime(res: Results) -> str:
-    """The regime of the study's numbers, read from its runs (runs.csv, each run's settings, the gain table):
-    training tokens, valid perplexities, the tokens a run is evaluated on and which epoch's number is compared,
-    and how many runs stopped at the epoch cap rather than by patience ('' without the runs table)."""
+    """The regime of the study's numbers, read from its runs: tokens, perplexities, evaluation, runs at the cap."""
     runs, gain = res.raw.get("scale_runs"), res.raw.get("scale_gain")
     if runs is None or runs.empty:
         return ""
@@ -82,9 +79,7 @@ def regime(res: Results) -> str:
 
 
 def transformer_regime(res: Results) -> str:
-    """The small transformer's regime, read from its runs: the steps and tokens each run trains on, the tokens
-    that choose the lr and compare the variants, and how many runs at their own lr end with a train loss above
-    their valid loss ('' without the runs' settings)."""
+    """The small transformer's regime, read from its runs: steps, tokens, evaluation, train above valid loss."""
     spec, runs = res.raw["scale_transformer_specs"], res.raw.get("scale_transformer")
     if spec.empty or spec.isna().any().any():
         return ""
@@ -133,8 +128,7 @@ SCALE_TABLES = (
 
 
 def similarity_matrix(sim: pd.DataFrame) -> pd.DataFrame:
-    """Mean Spearman correlation per pair of embedding matrices (comparison ``<a>_vs_<b>``), as a symmetric
-    matrix with readable labels; the diagonal is the same kind of matrix across two seeds."""
+    """Mean Spearman correlation per pair of embedding matrices as a symmetric, labelled matrix."""
     names = list(labels.MATRICES)
     means = sim.groupby("comparison")["spearman"].mean()
     found = {}

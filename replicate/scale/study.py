@@ -1,23 +1,10 @@
 """When does tying pay off? The grid of LSTM runs, the tying-gain tables and the claims.
 
-Three studies share one grid of runs (a cell used by two studies is trained once):
-- data: nested fractions (percent of the training split, a prefix of it) of PTB at one hidden size,
-  plus optional WikiText-2 points (2x PTB, 3.3x the vocabulary);
-- model: several hidden sizes at one fixed PTB fraction;
-- analysis: the runs the embedding analysis reads (untied, tied and their +PR variants).
-Every run is the small Zaremba / Press & Wolf preset with the study's overrides, its hidden size and
-one of the study's regularisation levels (``lstm.dropouts``: Zaremba between-layer dropout rates, 0 = none,
-held fixed across the grid); only tying / projection / hidden size / data amount / dropout level vary.
-With ``lstm.patience`` every run trains to its own best valid perplexity (early stopping, at most
-``lstm.max_epochs`` epochs; ``replicate.scale.stopping``). With ``lstm.equal_updates`` (the previous
-design; not with patience) a run on p % of the data trains for as many updates as the 100 % run.
-
-Gain = valid perplexity untied − tied (positive: tying helps), paired by seed; relative gain
-``rel_gain`` = gain / untied (the previous design's statistic, kept), and the statistic of the claims and
-intervals, ``log_ratio`` = ln(untied / tied) (0.05 = tied 4.9 % lower; exp(x) − 1 in percent in the
-tables). Per point: mean over seeds with a 95 % t interval; per claim: the least-squares slope of the
-per-seed log ratios against log10(training tokens) or the embedding share, with its 95 % t interval
-(n − 2 dof), and the verdict from that interval (``trend_verdict``).
+Three studies share one grid (a cell two studies use is trained once): data (nested PTB fractions at one hidden
+size, plus WikiText-2 points), model (hidden sizes at one PTB fraction) and the embedding analysis' runs; each
+at every level of ``lstm.dropouts``. Gain = valid ppl untied − tied, paired by seed; the claims test the
+least-squares slope of the per-seed ``log_ratio`` = ln(untied / tied) against log10(training tokens) or the
+embedding share, with its 95 % t interval (``trend_verdict``).
 """
 
 from __future__ import annotations
@@ -95,9 +82,7 @@ def analysis_points(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def analysis_constraints(points: list[dict[str, Any]]) -> dict[str, str]:
-    """Snakemake wildcard constraints that match every run of ``points`` (``analysis_points``): one
-    alternation per wildcard, so their product, which may hold a grid run that is not an analysis point
-    (such a run then records too, harmlessly). No points: constraints that match nothing."""
+    """Wildcard constraints matching every run of ``points`` (one alternation per wildcard; none: match nothing)."""
     return {key: "|".join(re.escape(str(v)) for v in dict.fromkeys(str(p[key]) for p in points)) or "(?!)"
             for key in GRID_KEYS}
 
@@ -108,8 +93,7 @@ def round_epochs(x: float) -> int:
 
 
 def lstm_overrides(lstm: dict[str, Any], pct: int, dropout: float | str = 0) -> dict[str, Any]:
-    """``equal_update_overrides`` (equal updates) + this run's regularisation level (Zaremba between-layer dropout
-    at ``dropout``; 0: none) + the epoch cap ``lstm.max_epochs`` when set (the engine's ``epochs``)."""
+    """``equal_update_overrides`` + this run's Zaremba dropout (0: none) + the epoch cap ``lstm.max_epochs``."""
     overrides = equal_update_overrides(lstm, pct)
     rate = float(dropout)
     overrides.update(dropout="zaremba" if rate > 0 else "none", dropout_rate=rate)
@@ -132,17 +116,8 @@ def check_stopping(lstm: dict[str, Any]) -> None:
 
 
 def equal_update_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
-    """The engine overrides of a run on ``pct`` percent of the training split: ``lstm.overrides``, and
-    with ``lstm.equal_updates`` the same number of updates, on the same learning rate per update, as the
-    100 % run. An epoch of p % has p/100 of the updates of a 100 % epoch, so with f = 100/p:
-    - ``epochs`` x f;
-    - the epochs held at the initial lr x f (``max_epoch`` + 1 of them under schedule r0.8, ``max_epoch``
-      under later; ``max_epoch`` is set back from the scaled count);
-    - ``decay`` (per epoch) -> decay ** (1/f), so that f epochs of p % decay the lr as much as one of 100 %.
-    Epoch counts are rounded to the nearest integer, halves up (``round_epochs``); at least one epoch.
-    The lr then equals the 100 % run's at the last update of each of its epochs, and lies between that
-    epoch's value and the previous one's in between (one decay step of 100 % is f smaller steps here).
-    Epochs, held epochs and decay come from the size preset where the overrides do not set them."""
+    """``lstm.overrides`` of a run on ``pct`` % of the data; with ``lstm.equal_updates`` as many updates on the same
+    lr path as the 100 % run: with f = 100/pct, epochs and held epochs x f (rounded halves up), decay ** (1/f)."""
     overrides = dict(lstm["overrides"])
     if not lstm.get("equal_updates", False) or int(pct) == 100:
         return overrides
@@ -163,9 +138,7 @@ def equal_update_overrides(lstm: dict[str, Any], pct: int) -> dict[str, Any]:
 
 
 def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, train_tokens: int | None) -> dict:
-    """Settings for ``replicate.lstm.train_run``: the preset + the run's overrides + this cell."""
-    if variant not in VARIANTS:
-        raise ReplicateError(f"unknown scale variant {variant!r}", f"use one of {sorted(VARIANTS)}")
+    """Settings for ``replicate.lstm.train_run``: the preset + the run's overrides + this cell (checked by its path)."""
     settings = {"size": lstm["size"], **lstm["overrides"], "hidden_size": int(hidden), **VARIANTS[variant],
                 "seed": int(seed)}
     if train_tokens is not None:
@@ -174,9 +147,7 @@ def run_settings(lstm: dict[str, Any], hidden: int, variant: str, seed: int, tra
 
 
 def train_tokens_for(n_train: int, pct: int) -> int:
-    """Tokens in the first ``pct`` percent of the training split (nested prefixes)."""
-    if not 0 < pct <= 100:
-        raise ReplicateError(f"data percentage {pct} outside (0, 100]", "use percentages like 10, 25, 50, 100")
+    """Tokens in the first ``pct`` percent (1 to 100, checked by the run's path) of the training split."""
     return n_train if pct == 100 else int(round(n_train * pct / 100))
 
 
@@ -194,12 +165,6 @@ def runs_frame(summaries: list[dict], protocol: str) -> pd.DataFrame:
     return df.sort_values(["dataset", "dropout", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
 
 
-def _metric_col(metric: str) -> str:
-    if metric not in ("best_valid", "final_valid"):
-        raise ReplicateError(f"unknown scale metric {metric!r}", "use best_valid or final_valid")
-    return f"{metric}_ppl"
-
-
 def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]]:
     """(study, dataset, pct, hidden, dropout) for every point of the gain tables."""
     data, model = cfg["data"], cfg["model"]
@@ -213,7 +178,7 @@ def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]
 
 def gain_by_seed(runs: pd.DataFrame, cfg: dict[str, Any], metric: str, protocol: str) -> pd.DataFrame:
     """Per-seed untied/tied pairs of every study point."""
-    col = _metric_col(metric)
+    col = f"{metric}_ppl"  # best_valid or final_valid (the schema's enum)
     rows = []
     for study, dataset, pct, hidden, drop in study_membership(cfg):
         cell = runs[(runs["dataset"] == dataset) & (runs["pct"] == pct) & (runs["hidden"] == hidden)
@@ -261,9 +226,8 @@ def t_interval(values, level: float = CONFIDENCE) -> dict:
 
 
 def gain_table(by_seed: pd.DataFrame) -> pd.DataFrame:
-    """Per study point: means over seeds, sd and s.e.m. of the gains, and the 95 % t interval of the log
-    ratio (``log_ratio_lo``/``_hi``; ``tying_gain_pct*``: the same as exp(x) − 1, the relative gain of
-    tying in percent of the tied perplexity). Runs of the previous design (no ``log_ratio``): as before."""
+    """Per study point: means, sd and s.e.m. over seeds of the gains; the log ratio's 95 % t interval, also as
+    ``tying_gain_pct*`` = 100 (exp(x) − 1)."""
     keys = ["study", "dataset", "pct", "train_tokens", "hidden", "dropout", "vocab_size", "non_embedding_params",
             "total_params_untied", "total_params_tied", "embedding_share_untied", "embedding_share_tied",
             "metric", "protocol"]
@@ -301,8 +265,7 @@ def data_table(by_seed: pd.DataFrame) -> pd.DataFrame:
 
 
 def slope_test(x, y, level: float = CONFIDENCE) -> dict:
-    """Least-squares slope of y on x with its standard error and two-sided t interval (n − 2 dof; NaN
-    when undetermined)."""
+    """Least-squares slope of y on x, its standard error and t interval (n − 2 dof; NaN when undetermined)."""
     from scipy.stats import t
 
     x, y = np.asarray(x, float), np.asarray(y, float)
@@ -321,8 +284,8 @@ def slope_test(x, y, level: float = CONFIDENCE) -> dict:
 
 
 def trend_verdict(lo: float, hi: float, slope: float, want_negative: bool) -> str:
-    """holds when the slope's interval lies wholly on the claimed side of 0, does not hold when it lies
-    wholly on the other side, inconclusive when it contains 0 (or is undetermined); not run without a slope."""
+    """holds / does not hold when the slope's interval lies wholly on the claimed / other side of 0, else
+    inconclusive; not run without a slope."""
     if not math.isfinite(slope):
         return "not run"
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -382,10 +345,7 @@ def claims_table(by_seed: pd.DataFrame, protocol: str) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- rule specs
 def train_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any], record: bool) -> dict[str, Any]:
-    """The ``--spec`` of one LSTM job (``wc``: the rule's wildcards; ``base``: run_config(None)). Its
-    ``lstm`` holds this run's own overrides (``lstm_overrides``: scaled already under equal_updates).
-    ``record``: the run carries the embedding analysis' hooks and writes ``updates.csv`` and
-    ``embeddings.pt`` (the analysis runs only: ``analysis_points``)."""
+    """The spec of one LSTM run (``wc``: its wildcards; ``record``: an analysis run, with the hooks)."""
     check_stopping(sc["lstm"])
     drop = wc.get("dropout", "0")
     lstm = {"size": sc["lstm"]["size"], "overrides": lstm_overrides(sc["lstm"], int(wc["pct"]), drop)}
@@ -433,8 +393,7 @@ def lr_name(lr: float) -> str:
 
 
 def select_lr(table: pd.DataFrame) -> pd.DataFrame:
-    """Mark each (variant, std)'s own learning rate: the lowest mean final valid loss over seeds (column
-    ``selected``); the comparison of variants reads the selected rows only."""
+    """Mark (``selected``) each (variant, std)'s lr with the lowest mean final valid loss over seeds."""
     table = table.copy()
     mean = table.groupby(["variant", "std", "lr"])["final_valid_loss"].transform("mean")
     best = mean.groupby([table["variant"], table["std"]]).transform("min")
@@ -443,11 +402,8 @@ def select_lr(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: int) -> float:
-    """Step-0 loss that also counts the spread of the logits of the n − 1 other tokens (zero residual
-    branches). Tied: ``initial_loss(..., spread=True)``, log(exp(s) + (n − 1) exp(v / 2)) with s the
-    self-logit and v = s² / d the other logits' variance (σ² with the d^-1/2 rescale, so 0.5 nats at σ = 1).
-    Untied (output at ``embed_std`` on a unit-rms hidden state): log n + d σ² / 2. The target's own logit
-    has mean 0 except where target = input, which this form ignores."""
+    """Step-0 loss counting the spread of the n − 1 other logits (zero branches): tied, ``initial_loss(...,
+    spread=True)``; untied (output at ``embed_std`` on a unit-rms hidden state), log n + d σ² / 2."""
     from replicate.initial_loss.theory import initial_loss
 
     if not tied:
@@ -456,10 +412,8 @@ def spread_step0_loss(tied: bool, rescale: bool, d: int, embed_std: float, n: in
 
 
 def transformer_comparison(table: pd.DataFrame) -> pd.DataFrame:
-    """Per variant and std at its selected lr (chosen on valid, ``select_lr``): the mean final TEST loss over
-    seeds with its 95 % t interval, and the log ratio of test perplexities against untied (same std), paired
-    by seed, with its interval; the valid perplexity the lr was chosen on beside them. ``lr_at_edge``: the
-    selected lr is the lowest or highest of the variant's sweep, so its own best may lie outside it."""
+    """Per variant and std at its selected lr: mean test loss over seeds and the log ratio of test perplexities
+    against untied (paired by seed), each with its 95 % t interval; ``lr_at_edge``: the lr is an end of the sweep."""
     sel = table[table["selected"]]
     rows = []
     for (variant, std), g in sel.groupby(["variant", "std"], sort=True):

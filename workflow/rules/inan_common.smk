@@ -4,8 +4,6 @@ from replicate.inan.readings import fmt as inan_fmt, points as inan_points, read
 from replicate.inan.train import VARIANTS as INAN_VARIANTS
 
 INAN = config["inan"]
-INAN_T1 = INAN["table1"]
-INAN_AB = INAN["ablation"]
 INAN_SUB = INAN["subspace"]
 INAN_SC = INAN["screen"]
 INAN_TABLE1_RUNS = run_targets("inan", "table1/")
@@ -29,7 +27,7 @@ INAN_READING_POINTS = [p for r in INAN_READINGS for p in inan_reading_points(r)]
 
 def inan_targets():
     out = [R(paths.INAN_TABLE1)]
-    if INAN_AB["enabled"]:
+    if INAN["ablation"]["enabled"]:
         out.append(R(paths.INAN_ABLATION))
     if INAN_SC["enabled"] and INAN_SCREEN_RUNS:
         out.append(R(paths.INAN_SCREEN))

@@ -14,16 +14,13 @@ rule initial_loss_tables:
         families=IL["families_csv"],
     output:
         tidy=R(paths.IL_TIDY),
-        summary=report(R(paths.IL_SUMMARY),
-                       caption="../report/initial_loss_summary.rst", category="Initial loss"),
-        theory=report(R(paths.IL_THEORY),
-                      caption="../report/initial_loss_theory.rst", category="Initial loss"),
-        families=report(R(paths.IL_FAMILIES),
-                        caption="../report/initial_loss_families.rst", category="Initial loss"),
+        summary=il_report(paths.IL_SUMMARY, "summary"),
+        theory=il_report(paths.IL_THEORY, "theory"),
+        families=il_report(paths.IL_FAMILIES, "families"),
         metrics=R(paths.IL_METRICS),
     params:
         spec=spec_json(run_config("initial_loss")),
-        code=code_version("initial_loss.tables", "initial_loss.families"),
+        code=code_version("initial_loss.tables"),
     log:
         R("logs/initial_loss/tables.log"),
     shell:
@@ -37,15 +34,8 @@ rule initial_loss_figures:
         summary=R(paths.IL_SUMMARY),
         families=R(paths.IL_FAMILIES),
     output:
-        report(R(paths.png(paths.IL_FIGURES[0])),
-               caption="../report/initial_loss_vs_width.rst", category="Initial loss"),
-        R(paths.svg(paths.IL_FIGURES[0])),
-        report(R(paths.png(paths.IL_FIGURES[1])),
-               caption="../report/initial_loss_standard_init.rst", category="Initial loss"),
-        R(paths.svg(paths.IL_FIGURES[1])),
-        report(R(paths.png(paths.IL_FIGURES[2])),
-               caption="../report/initial_loss_embedding_share.rst", category="Initial loss"),
-        R(paths.svg(paths.IL_FIGURES[2])),
+        *(out for stem, caption in zip(paths.IL_FIGURES, ("vs_width", "standard_init", "embedding_share"))
+          for out in (il_report(paths.png(stem), caption), R(paths.svg(stem)))),
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
         code=code_version("initial_loss.figures", "plotting"),

@@ -12,6 +12,11 @@ def initial_loss_point_check(width, where):
     check_sweep_memory(IL, int(width), where)
 
 
+def il_report(rel, caption):
+    """An output shown in the Snakemake report, its caption workflow/report/initial_loss_<caption>.rst."""
+    return report(R(rel), caption=f"../report/initial_loss_{caption}.rst", category="Initial loss")
+
+
 def initial_loss_targets():
     out = R(paths.IL_SUMMARY, paths.IL_THEORY, paths.IL_FAMILIES, *(paths.png(f) for f in paths.IL_FIGURES))
     return out + ([R(paths.IL_MEMORY)] if IL["memory_benchmark"]["enabled"] else [])

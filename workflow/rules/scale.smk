@@ -1,11 +1,7 @@
-# When does tying pay off? (data scale, model scale, a small transformer) and Press & Wolf's embedding
-# analysis. One LSTM job per grid cell x seed (the update/snapshot hooks ride along on the analysis'
-# runs), one transformer job per variant x std x lr x seed (replicate/scale/runs.py, trained by runs.smk), then
-# three cheap aggregation rules.
-# Re-run one point (own folder, e.g. 25% of PTB, hidden 400, tied, seed 3):
+# When does tying pay off? (data and model scale, a small transformer) and Press & Wolf's embedding analysis: the
+# runs (replicate/scale/runs.py) train in runs.smk, then three cheap aggregation rules. Re-run one point:
 #   snakemake --cores 2 results/scale/runs/ptb/p25_h400_tied_drop0/seed3/summary.json
-# Logic: replicate/scale/ (runs: runs.py; grid and tables: study.py; hooks and similarity: embeddings.py).
-# Config views, run lists and targets: scale_common.smk.
+# Logic: replicate/scale/. Config views, run lists and targets: scale_common.smk.
 
 
 localrules:
@@ -14,9 +10,8 @@ localrules:
     scale_transformer_summary,
 
 
-# The grid's runs and the transformer runs are declared in replicate/scale/runs.py and trained by runs.smk's
-# scale_train and scale_transformer. The embedding analysis' runs (scale.analysis): the same job, which then
-# also writes updates.csv and embeddings.pt (never published, so these runs are not restorable).
+# The embedding analysis' runs: runs.smk's scale_train, which then also writes updates.csv and embeddings.pt
+# (never published, so these runs are not restorable).
 use rule scale_train as scale_train_recorded with:
     output:
         metrics=R(paths.SCALE_METRICS),
@@ -36,16 +31,12 @@ rule scale_table:
     output:
         runs=R(paths.SCALE_RUNS),
         by_seed=R(paths.SCALE_BY_SEED),
-        gain=report(R(paths.SCALE_GAIN), caption="../report/scale_gain.rst", category="Scale study"),
-        data=report(R(paths.SCALE_DATA), caption="../report/scale_data.rst", category="Scale study"),
-        claims=report(R(paths.SCALE_CLAIMS), caption="../report/scale_claims.rst",
-                      category="Scale study"),
-        fig_data=report(R(paths.png(paths.SCALE_GAIN_FIGURES[0])), caption="../report/scale_data_gain.rst",
-                        category="Scale study"),
-        fig_model=report(R(paths.png(paths.SCALE_GAIN_FIGURES[1])), caption="../report/scale_model_gain.rst",
-                         category="Scale study"),
-        fig_answer=report(R(paths.png(paths.SCALE_ANSWER_FIGURE)), caption="../report/scale_answer.rst",
-                          category="Scale study"),
+        gain=scale_report(paths.SCALE_GAIN, "scale_gain"),
+        data=scale_report(paths.SCALE_DATA, "scale_data"),
+        claims=scale_report(paths.SCALE_CLAIMS, "scale_claims"),
+        fig_data=scale_report(paths.png(paths.SCALE_GAIN_FIGURES[0]), "scale_data_gain"),
+        fig_model=scale_report(paths.png(paths.SCALE_GAIN_FIGURES[1]), "scale_model_gain"),
+        fig_answer=scale_report(paths.png(paths.SCALE_ANSWER_FIGURE), "scale_answer"),
         svg=R(*(paths.svg(f) for f in (*paths.SCALE_GAIN_FIGURES, paths.SCALE_ANSWER_FIGURE))),
     params:
         spec=spec_json(run_config("scale")),
@@ -64,17 +55,14 @@ rule scale_embeddings:
         corpus=corpus_input("ptb"),
         runs=[f"{d}/{f}" for d in SC_ANALYSIS for f in ("summary.json", "updates.csv", "embeddings.pt")],
     output:
-        updates=report(R(paths.SCALE_UPDATES), caption="../report/scale_update_frequency.rst",
-                       category="Embedding analysis"),
-        similarity=report(R(paths.SCALE_SIMILARITY),
-                          caption="../report/scale_embedding_similarity.rst", category="Embedding analysis"),
+        updates=scale_report(paths.SCALE_UPDATES, "scale_update_frequency", "Embedding analysis"),
+        similarity=scale_report(paths.SCALE_SIMILARITY, "scale_embedding_similarity", "Embedding analysis"),
         similarity_epochs=R(paths.SCALE_SIMILARITY_EPOCHS),
-        wordsim=report(R(paths.SCALE_WORDSIM), caption="../report/scale_word_similarity.rst",
-                       category="Embedding analysis"),
-        fig_updates=report(R(paths.png(paths.SCALE_EMBEDDING_FIGURES[0])),
-                           caption="../report/scale_update_frequency.rst", category="Embedding analysis"),
-        fig_similarity=report(R(paths.png(paths.SCALE_EMBEDDING_FIGURES[1])),
-                              caption="../report/scale_embedding_similarity.rst", category="Embedding analysis"),
+        wordsim=scale_report(paths.SCALE_WORDSIM, "scale_word_similarity", "Embedding analysis"),
+        fig_updates=scale_report(paths.png(paths.SCALE_EMBEDDING_FIGURES[0]), "scale_update_frequency",
+                                 "Embedding analysis"),
+        fig_similarity=scale_report(paths.png(paths.SCALE_EMBEDDING_FIGURES[1]), "scale_embedding_similarity",
+                                    "Embedding analysis"),
         svg=R(*(paths.svg(f) for f in paths.SCALE_EMBEDDING_FIGURES)),
     params:
         spec=spec_json(run_config("scale")),
@@ -94,13 +82,10 @@ rule scale_transformer_summary:
     input:
         [f"{d}/{f}" for d in SC_TF_RUNS for f in ("summary.json", "curve.csv")],
     output:
-        table=report(R(paths.SCALE_TRANSFORMER), caption="../report/scale_transformer.rst",
-                     category="Scale study"),
+        table=scale_report(paths.SCALE_TRANSFORMER, "scale_transformer"),
         curves=R(paths.SCALE_TRANSFORMER_CURVES),
-        comparison=report(R(paths.SCALE_TRANSFORMER_COMPARISON), caption="../report/scale_transformer.rst",
-                          category="Scale study"),
-        fig=report(R(paths.png(paths.SCALE_TRANSFORMER_FIGURE)), caption="../report/scale_transformer.rst",
-                   category="Scale study"),
+        comparison=scale_report(paths.SCALE_TRANSFORMER_COMPARISON, "scale_transformer"),
+        fig=scale_report(paths.png(paths.SCALE_TRANSFORMER_FIGURE), "scale_transformer"),
         svg=R(paths.svg(paths.SCALE_TRANSFORMER_FIGURE)),
     params:
         spec=spec_json(run_config("scale")),

@@ -10,6 +10,11 @@ SC_ANALYSIS_CONSTRAINTS = analysis_constraints(SC_ANALYSIS_POINTS)  # the rule t
 SC_TF_RUNS = [R(f"scale/{run_id}") for run_id in RUNS["scale"] if run_id.startswith("transformer/")]
 
 
+def scale_report(rel, caption, category="Scale study"):
+    """An output of a scale rule shown in the Snakemake report, its caption workflow/report/<caption>.rst."""
+    return report(R(rel), caption=f"../report/{caption}.rst", category=category)
+
+
 def scale_targets():
     if not SC["enabled"]:
         return []
