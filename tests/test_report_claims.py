@@ -313,13 +313,14 @@ def test_section_6_2_rows_name_reading_metric_and_readings_that_reproduce():
                         for b, d in points])
     readings = pd.DataFrame([{"reading": name, **{f"beta{b:g}": d + shift for b, d in points},
                               "tau2_beta1": 0.2 + shift, "tau10_beta1": 0.06 + shift + lower,
-                              "rapid_in_beta": True, "lower_at_larger_tau": not lower, "protocol": "reduced"}
+                              "fall_0_to_1": 0.0 if shift else 0.92, "rapid_in_beta": True, "lower_at_larger_tau": not lower,
+                              "protocol": "reduced"}
                              for name, shift, lower in (("zero_w_sgd_long", 0.0, 0.0), ("flat", 0.5, 0.2))])
     res = Results(frames={"inan_figure1": fig}, raw={"inan_subspace_readings": readings})
     v = next(c.evaluate(res) for c in CLAIMS if c.id == "inan_subspace")
     assert v.status == C.HOLDS and "reading zero_w_sgd_long" in v.evidence
     assert "relative residual" in v.evidence and v.effects == []  # a shape: the level is a claim of its own
-    assert v.verdict == C.HOLDS and v.why == "1 of 2 readings have the paper's shape"
+    assert v.verdict == C.HOLDS and v.why == "1 of 2 readings fall as β → 1"  # not the flat one
     level = next(c.evaluate(res) for c in CLAIMS if c.id == "inan_subspace_level")
     assert level.effects[0].paper == 0.06 and level.verdict == E.REPRODUCED and "reading zero_w_sgd_long" in level.evidence
     old = Results(frames={"inan_figure1": fig.drop(columns=["metric", "reading"])})
@@ -798,9 +799,8 @@ def test_figure1_claims_name_their_basis_level_and_readings():
                              {"reading": "r2", "rapid_in_beta": True, "lower_at_larger_tau": False}])
     res = Results(frames={"inan_figure1": a}, raw={"inan_subspace_readings": readings})
     v = claim["inan_subspace_rapid"].evaluate(res)
-    assert v.evidence.endswith("metric: m1, m2; 1 of 2 readings have the paper's shape (rapid decrease in β, lower "
-                               "at larger τ)")
-    assert v.scope == "1 of 2 readings have the paper's shape" and v.effects == []
+    assert v.evidence.endswith("; reading r1, r2; metric: m1, m2")  # each claim counts the readings on its own part
+    assert v.scope == "2 of 2 readings decrease rapidly in β" and v.effects == []
     plain = Results(frames={"inan_figure1": a.drop(columns=["reading", "metric"])})
     assert claim["inan_subspace"].evaluate(plain).evidence.endswith(
         "; reading not recorded; metric: principal-angle subspace distance (the table names no metric)")
@@ -816,7 +816,7 @@ def test_distance_lower_at_larger_tau_compares_the_smallest_and_largest_tau():
     (gap,) = v.effects
     assert gap.seeds == (3, 4) and gap.ours == pytest.approx(0.3)
     assert gap.allowance == pytest.approx(2.570582 * math.sqrt(0.01 ** 2 / 3 + 0.02 ** 2 / 4), rel=1e-6)  # t(5)
-    assert v.scope == "1 of 1 readings have the paper's shape"
+    assert v.scope == "1 of 1 readings are lower at larger τ"
     v = verdict("inan_subspace_tau", Results(frames={"inan_figure1": b.drop(columns="n_seeds")}))
     assert v.effects[0].seeds == (1, 1) and v.effects[0].allowance is None
 

@@ -7,7 +7,7 @@ from functools import partial
 
 import pandas as pd
 
-from replicate.inan.shape import beta_shape, tau_effect
+from replicate.inan.shape import SHAPE_TOLERANCE, beta_shape, tau_effect
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
 from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
@@ -106,29 +106,30 @@ def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
     return list(part.groupby(x)["distance"].mean().items())
 
 
-def _readings_reproduce(r) -> str:
-    """'k of n readings have the paper's shape', from the readings table ('' without one)."""
+def _readings_with(r, has, what: str) -> str:
+    """'k of n readings <what>': the readings-table rows for which ``has(row)`` holds ('' without a table)."""
     readings = r.raw.get("inan_subspace_readings")
     if readings is None or readings.empty:
         return ""
-    shaped = sum(reading_has_shape(row) for _, row in readings.iterrows())
-    return f"{shaped} of {len(readings)} readings have the paper's shape"
+    return f"{sum(bool(has(row)) for _, row in readings.iterrows())} of {len(readings)} readings {what}"
+
+
+def _flag(name: str):
+    return lambda row: str(row.get(name)).lower() == "true"
 
 
 def _figure1_basis(r) -> str:
-    """Which reading and metric the Figure 1 claims rest on, and how many readings have the paper's shape."""
+    """Which reading and metric the Figure 1 claims rest on."""
     f = r.frames.get("inan_figure1")
     reading = ", ".join(distinct(f, "reading")) or "not recorded"
     metric = ", ".join(distinct(f, "metric")) or "principal-angle subspace distance (the table names no metric)"
-    reproduce = _readings_reproduce(r)
-    return f"reading {reading}; metric: {metric}" + (f"; {reproduce} (rapid decrease in β, lower at larger τ)"
-                                                     if reproduce else "")
+    return f"reading {reading}; metric: {metric}"
 
 
 def reading_has_shape(row: pd.Series) -> bool:
     """A readings-table row has Figure 1's shape: its flags (replicate/inan/report.py) say rapid in beta and
     lower at larger tau."""
-    return all(str(row.get(flag)).lower() == "true" for flag in ("rapid_in_beta", "lower_at_larger_tau"))
+    return _flag("rapid_in_beta")(row) and _flag("lower_at_larger_tau")(row)
 
 
 def _figure1_level(r) -> E.Effect | None:
@@ -158,7 +159,7 @@ def inan_distance_rapid_in_beta(r) -> Verdict:
     s = beta_shape(curve)
     v = checked(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
                              f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}")
-    return with_effects(v, scope=_readings_reproduce(r))  # a shape: the level at β = 1 is its own claim
+    return with_effects(v, scope=_readings_with(r, _flag("rapid_in_beta"), "decrease rapidly in β"))  # a shape only
 
 
 def _spread_allowance(f: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> tuple[float | None, str]:
@@ -185,7 +186,7 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
     return with_effects(v, E.Effect(f"subspace distance at τ = {t0:g} − at τ = {t1:g}", None, d0 - d1, "",
                              seeds, allow, how, dof=sum(seeds) - 2 if allow is not None else None),
-                 scope=_readings_reproduce(r))
+                 scope=_readings_with(r, _flag("lower_at_larger_tau"), "are lower at larger τ"))
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -196,7 +197,8 @@ def inan_distance_falls_with_beta(r) -> Verdict:
     rho = pd.Series([b for b, _ in curve]).corr(pd.Series([d for _, d in curve]), method="spearman")
     v = checked(d_hi < d_lo and rho < 0, f"mean distance {d_lo:.3f} at β = {lo:g} → {d_hi:.3f} at β = {hi:g}; "
                  f"Spearman ρ(β, distance) = {rho:.2f} over {len(curve)} β values; {_figure1_basis(r)}")
-    return with_effects(v, scope=_readings_reproduce(r))  # a shape: the level at β = 1 is its own claim
+    falls = _readings_with(r, lambda row: float(row.get("fall_0_to_1", "nan")) > SHAPE_TOLERANCE, "fall as β → 1")
+    return with_effects(v, scope=falls)  # a shape: the level at β = 1 is its own claim
 
 
 def inan_distance_level(r) -> Verdict:

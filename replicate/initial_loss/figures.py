@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
+from matplotlib.transforms import Bbox
 
 from replicate.llama import resolve_std
+from replicate.plotting import DISPLAY_PX, DPI, MIN_FONT_PT
 from replicate.initial_loss.tables import NORM_EPS
 from replicate.initial_loss.theory import initial_loss
 
@@ -111,24 +113,55 @@ def standard_init(summary: pd.DataFrame):
 
 
 def embedding_share(families: pd.DataFrame):
-    """Embedding share of parameters against model size, tied vs untied, one label per model."""
+    """Embedding share of parameters against model size, tied vs untied; a model's name where it fits (every
+    model is in the table beside the figure)."""
     f = families.copy()
     f["output layer"] = f["tied"].map({True: "tied", False: "untied"})
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(DISPLAY_PX / DPI, 4.8))  # drawn at its shown size: labels are placed as shown
     sns.scatterplot(data=f, x="total_params", y="embedding_share", hue="output layer", style="architecture",
                     s=60, ax=ax)
-    f = f.sort_values("total_params").reset_index(drop=True)
-    for i, r in f.iterrows():  # alternate label offsets: neighbours in size rarely collide
-        ax.annotate(r["model"], (r["total_params"], r["embedding_share"]), xytext=(5, 4 if i % 2 else -10),
-                    textcoords="offset points", fontsize=7)
+    sns.move_legend(ax, "upper right")  # fixed, so that the names placed below stay clear of it
     ax.set_xscale("log")
     ax.set_xlabel("total parameters (log scale)")
     ax.set_ylabel("embedding share of parameters")
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax.set_ylim(0, max(1.0, f["embedding_share"].max() * 1.05))
+    ax.set_xlim(f["total_params"].min() / 2, f["total_params"].max() * 8)  # room for the largest model's name
     ax.set_title("Embedding matrices are a shrinking share of model parameters")
     fig.tight_layout()
+    f = f.sort_values("total_params")
+    _label_points(ax, list(zip(f["total_params"], f["embedding_share"], f["model"])))
     return fig
+
+
+# where a point's name may go, in points from the point: right above, right below, left above, left below, beside
+LABEL_OFFSETS = ((5, 4, "left"), (5, -12, "left"), (-5, 4, "right"), (-5, -12, "right"), (7, -4, "left"),
+                 (-7, -4, "right"))
+
+
+def _label_points(ax, points: list[tuple[float, float, str]], marker_px: float = 5.0) -> list[str]:
+    """Name each (x, y, name) point at the first offset whose box stays inside the axes and clears the markers,
+    the legend and the names placed so far; returns the names with no such place (left unlabelled)."""
+    ax.figure.canvas.draw()  # the legend and the axes where they are drawn
+    renderer = ax.figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    taken = [Bbox.from_extents(x - marker_px, y - marker_px, x + marker_px, y + marker_px)
+             for x, y in ax.transData.transform([(x, y) for x, y, _ in points])]
+    if ax.get_legend() is not None:
+        taken.append(ax.get_legend().get_window_extent(renderer))
+    left_out = []
+    for x, y, name in points:
+        for dx, dy, ha in LABEL_OFFSETS:
+            text = ax.annotate(name, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=MIN_FONT_PT, ha=ha)
+            box = text.get_window_extent(renderer)
+            if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1) and not any(
+                    box.overlaps(t) for t in taken):
+                taken.append(box)
+                break
+            text.remove()
+        else:
+            left_out.append(name)
+    return left_out
 
 
 def _empty(message: str):
