@@ -145,7 +145,7 @@ def test_sigterm_mid_epoch_checkpoints_that_batch_and_the_rerun_is_bit_identical
     """A real SIGTERM to `python -m replicate train` in epoch 2 (checkpoint_minutes 10: no checkpoint of its own
     before the epoch ends): the job checkpoints the batch in progress, exits 143, and the same command resumes from
     that batch and ends with the perplexities and weights of an uninterrupted run, bit for bit."""
-    from replicate.train_cli import main
+    from replicate.cli import train as main
 
     ref_cmd, ref_dir = _command(tiny_corpus, tmp_path / "ref", **STOP)
     cmd, run_dir = _command(tiny_corpus, tmp_path / "stopped", **STOP)

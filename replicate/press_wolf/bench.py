@@ -356,7 +356,7 @@ def print_breakdown(cells: list[str], threads: int, repeats: int) -> None:
 
 
 def main(args) -> int:
-    from replicate.cli_common import keep_freed_memory
+    from replicate.cli import keep_freed_memory
 
     # as a training job does (cli_common.training_attempt), unless the allocator's effect is what is measured
     kept = not args.default_allocator and keep_freed_memory()
