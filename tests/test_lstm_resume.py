@@ -94,7 +94,7 @@ def test_checkpoint_of_other_settings_is_refused(tiny_corpus, tmp_path):
     subprocess.run(cmd, cwd=tmp_path, check=True, env=_env(), capture_output=True, timeout=300)
     cmd, out = _command(tiny_corpus, tmp_path, epochs=1, hidden_size=12)
     proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2  # the finished run is not overwritten by other settings (run_checks)
+    assert proc.returncode == 2  # the finished run is not overwritten by other settings (experiments)
     assert "holds a finished run whose settings differ" in proc.stderr and "hidden_size: 16 -> 12" in proc.stderr
     (out / "metrics.json").unlink()  # as Snakemake does before a rerun: then the checkpoint is refused
     proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)

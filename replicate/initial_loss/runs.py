@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from replicate import resources
-from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config
-from replicate.run_checks import SCHEMAS
+from replicate.experiments import SCHEMAS, Kind, Run, canonical, memory_limit_gib, run_config
 from replicate.validate import SettingError
 
 SWEEP = Kind("initial_loss_sweep", "initial_loss", "runs/d{width}", {"width": r"\d+"}, code=("initial_loss.sweep",),

@@ -12,8 +12,7 @@ from snakemake.logging import logger as _snakemake_logger
 from replicate import costs, data, experiments, paths, plan_lines, progress
 from replicate.experiments import spec_json
 from replicate.provenance import code_version
-from replicate.run_checks import refuse_to_overwrite
-from replicate.targets import explain as explain_target
+from replicate.validate import explain as explain_target
 from replicate.validate import SettingError, nearest, parse_text
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
@@ -133,7 +132,7 @@ def requested_targets():
 
 def check_requested_targets(checkers):
     """Refuse a requested path that no rule writes, naming the part that does not fit the closest rule's
-    pattern (replicate/targets.py), instead of Snakemake's bare "No rule to produce"."""
+    pattern (replicate/validate.py), instead of Snakemake's bare "No rule to produce"."""
     rules = list(workflow.rules)
     names = {r.name for r in rules}
     for target in requested_targets():
