@@ -32,7 +32,7 @@ COMMANDS = {  # command -> ("module" (its main) or "module:function", help)
     "publish": ("replicate.publish.cli", "copy a run's finished results into the tracked bundle paper/measured"),
     "compare-results": ("replicate.compare", "compare two results folders, timings and provenance aside"),
     "check-config": ("replicate.cli:check_config", "check config files as --configfile reads them (file, line, value)"),
-    "costs": ("replicate.costs", "a plan's estimated one-thread CPU hours per experiment (any targets and config)"),
+    "costs": ("replicate.resources", "a plan's estimated one-thread CPU hours per experiment (any targets and config)"),
 }
 
 
@@ -89,9 +89,8 @@ def _config_args(parser: argparse.ArgumentParser) -> None:
 
 
 def train(argv: list[str]) -> int:
-    """Train (or resume) one run that an experiment declares (``replicate/<experiment>/runs.py``) into
-    ``<results_dir>/<experiment>/<run_id>``, the config read and checked as ``snakemake --configfile F ... --config
-    K=V ...`` reads it (the memory estimate included): the command each training rule runs and prints."""
+    """Train (or resume) one run an experiment declares into ``<results_dir>/<experiment>/<run_id>``, the config read
+    and checked as ``snakemake --configfile F --config K=V`` reads it: the command each training rule runs."""
     from replicate import experiments, paths
 
     parser = argparse.ArgumentParser(prog="python -m replicate train", description=train.__doc__)
@@ -117,19 +116,15 @@ def train(argv: list[str]) -> int:
     corpus = load_corpus(results / paths.DATA_CORPUS.format(dataset=run.dataset)) if run.dataset else None
     job = {"threads": args.threads or run.threads, "device": args.device or config["device"],
            "allow_tf32": args.allow_tf32 or config["allow_tf32"]}
-    train_run = experiments.declaration(args.experiment).train
-    if not run.kind.attempt_log:
-        train_run(run, corpus, results, log, **job)
-        return 0
-    with training_attempt(results / run.folder, args.drop_checkpoint) as attempt_log:
-        train_run(run, corpus, results, attempt_log, **job)
+    attempt = training_attempt(results / run.folder, args.drop_checkpoint) if run.kind.attempt_log else None
+    with attempt or contextlib.nullcontext(log) as run_log:
+        experiments.declaration(args.experiment).train(run, corpus, results, run_log, **job)
     return 0
 
 
 def check_config(argv: list[str]) -> int:
-    """The config of ``snakemake --configfile FILE ... --config KEY=VALUE ...``, read and checked by the loader the
-    Snakefile and ``python -m replicate train`` use: the file and line of a YAML error, the schemas' checks, and
-    every configured run (its name, its settings in range, its memory estimate under max_job_memory_gib)."""
+    """The config of ``snakemake --configfile FILE --config KEY=VALUE``, read and checked as the Snakefile does (YAML,
+    schemas, every configured run's name, settings and memory estimate)."""
     from replicate.experiments import DEFAULT_CONFIGFILE, load_config
 
     parser = argparse.ArgumentParser(prog="python -m replicate check-config", description=check_config.__doc__)
@@ -144,14 +139,12 @@ def check_config(argv: list[str]) -> int:
 
 # ---- what the experiments' commands share
 
-SPEC_SOURCE = ("Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p TARGET; every key, its type and "
-               "range: config/README.md (schemas: workflow/schemas/)")
-
-
 def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True,
                  spec_help: str = "JSON spec, as the rule builds it") -> argparse.ArgumentParser:
     """``--spec``; ``threads``: ``--threads``."""
-    parser.add_argument("--spec", required=True, help=f"{spec_help}. {SPEC_SOURCE}")
+    parser.add_argument("--spec", required=True,
+                        help=f"{spec_help}. Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p TARGET; "
+                             "every key, its type and range: config/README.md (schemas: workflow/schemas/)")
     if threads:
         parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     return parser
@@ -185,9 +178,8 @@ class Terminated(BaseException):
 
 
 def keep_freed_memory() -> bool:
-    """Have glibc's malloc keep freed memory in its heap (no mmap, no trim), so that a step's large arrays are not
-    mapped and zero-filled afresh every step (a 28 MB gather took 9-18 ms instead of 1.5 ms on a 2-core machine;
-    Inan's +AL step ran 25 % faster). Speed only. Returns whether it is set (False where libc is not glibc)."""
+    """Have glibc's malloc keep freed memory (no mmap, no trim): a step's large arrays are not zero-filled afresh
+    (Inan's +AL step 25 % faster; speed only). Whether it is set (False where libc is not glibc)."""
     import ctypes
 
     try:
@@ -200,10 +192,8 @@ def keep_freed_memory() -> bool:
 
 @contextlib.contextmanager
 def training_attempt(out_dir: str | Path, drop_checkpoint: bool = False) -> Iterator[Callable[[str], None]]:
-    """One attempt of a training run: yields a ``log`` that also appends to ``out_dir/train.log`` (a header per
-    attempt, a closing line: finished, interrupted, terminated or failed); Snakemake deletes a job's own log before
-    each attempt, this one keeps them all. ``drop_checkpoint``: delete ``checkpoint.pt`` once finished. SIGINT and
-    SIGTERM stop after a checkpoint at the end of the current batch (``replicate.lstm.runner.stop_at_batch_end``)."""
+    """One attempt of a training run: yields a ``log`` that also appends to ``out_dir/train.log`` between a header and
+    how it ended; SIGINT and SIGTERM stop at the end of a batch, after a checkpoint (deleted at the end if asked)."""
     from replicate.lstm.runner import stop_at_batch_end
     from replicate.lstm.train import CHECKPOINT
 
