@@ -20,7 +20,7 @@ import yaml
 
 from replicate import resources
 from replicate.errors import ReplicateError
-from replicate.lstm.config import PRESETS
+from replicate.lstm.config import PRESETS, resolve
 from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, Schemas, SettingError, check_memory, nearest, parse_text
 
 # experiment -> its declaration module
@@ -67,9 +67,8 @@ class Kind:
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One run, resolved: ``settings`` (the LSTM engine's, if it trains one), ``spec`` (its rerun trigger), ``config``
-    (the slice its results record), ``guarded`` (what a finished run in its folder must have trained with, against
-    ``recorded(metrics.json)``), ``cost(threads)`` (default: the engine's estimate) x ``slowdown``."""
+    """One run, resolved: its engine ``settings``, ``spec`` (rerun trigger), ``config`` (recorded), ``guarded`` (what a
+    finished run in its folder must have trained with), ``cost(threads)`` (default: the engine's) x ``slowdown``."""
 
     kind: Kind
     run_id: str
@@ -164,8 +163,6 @@ def check_engine_settings(settings: dict[str, Any], where: str) -> dict[str, Any
 @functools.lru_cache(maxsize=None)
 def lstm_estimate(settings_json: str, dataset: str, device_kind: str, threads: int) -> resources.Estimate:
     """The estimate of training one LSTM with these settings (cached: a plan asks for each run's often)."""
-    from replicate.lstm.config import resolve
-
     shape = resources.corpus_shape(dataset)
     model, train = resolve(json.loads(settings_json), shape["vocab"])
     return resources.lstm_estimate(model, train, shape, device_kind, threads)
@@ -324,8 +321,6 @@ def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) ->
         prefix = "" if name == "config" else name
         try:
             validate(data, str(Path(schema_dir, f"{name}.schema.yaml").resolve()))
-        except Exception:
-            schemas.check_config(data, f"{name}.schema.yaml", prefix)  # the short message
-            raise
-        schemas.check_config(data, f"{name}.schema.yaml", prefix)  # what JSON Schema lets through: nan, inf
+        finally:  # the short message of a refusal, and what JSON Schema lets through: nan, inf
+            schemas.check_config(data, f"{name}.schema.yaml", prefix)
     return {experiment: declaration(experiment).runs(config) for experiment in DECLARATIONS}

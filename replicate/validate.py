@@ -86,10 +86,7 @@ def describe(node: dict[str, Any]) -> str:
     types = [t for t in types if t != "null"]
     words = {"integer": "an integer", "number": "a number", "boolean": "true or false", "string": "a string",
              "array": "a list", "object": "a mapping"}
-    text = " or ".join(words.get(t, t) for t in types) or "a value"
-    bounds = _bounds(node)
-    if bounds:
-        text += " " + bounds
+    text = " ".join(filter(None, [" or ".join(words.get(t, t) for t in types) or "a value", _bounds(node)]))
     return text + (" (or null)" if nullable else "")
 
 
@@ -141,7 +138,8 @@ class Schemas:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         if error is not None:
             node = self.node(ref)
-            meaning = f" ({_first_clause(node['description'])})" if node.get("description") else ""
+            first_clause = node.get("description", "").split(";")[0].split(". ")[0].rstrip(".")
+            meaning = f" ({first_clause})" if first_clause else ""
             raise SettingError(f"{where}: {key}={value!r} is not allowed: {reason(error)}; "
                                f"{key} must be {describe(node)}{meaning}", fix)
         return value
@@ -177,10 +175,6 @@ class Schemas:
             self.check(value, f"{ref.rstrip('/')}{'' if '#' in ref else '#'}/properties/{key}", key=key,
                        where=where, fix=fix)
         return values
-
-
-def _first_clause(text: str) -> str:
-    return text.split(";")[0].split(". ")[0].rstrip(".")
 
 
 @functools.cache
