@@ -1,12 +1,7 @@
-"""``python -m replicate compare-results DIR_A DIR_B``: are two results trees the same, timings and
-provenance aside?
-
-Logs, benchmarks and Snakemake's own folders are skipped. JSON and torch files (checkpoints) are compared
-without their volatile keys (provenance, code versions, timestamps, seconds, memory, hosts), CSV without
-such columns, text (Markdown, HTML, SVG) with timestamps and hashes masked and the report's Compute and
-Provenance sections left out; every other file byte for byte. Exit status 1 when the trees differ, with
-one line per difference.
-"""
+"""``python -m replicate compare-results DIR_A DIR_B``: are two results trees the same, timings and provenance aside?
+Logs and benchmarks skipped; JSON, torch files and CSV without volatile keys or columns (provenance, code versions,
+times, memory, hosts), text with timestamps and hashes masked (the report's Compute and Provenance sections left
+out), the rest byte for byte. Exit status 1 when they differ, one line per difference."""
 
 from __future__ import annotations
 

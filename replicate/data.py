@@ -1,12 +1,9 @@
-"""Data stage: fetch (download or local copy, sha256-verified, atomic) and prepare.
-
-``fetch`` puts the raw text files of one data set into a folder; ``prepare`` turns
-them into a word-level vocabulary (``<eos>`` appended to every line) and token-id
-tensors. ``load_corpus`` is what training code uses. Downloads go through pooch.
-"""
+"""Data stage: ``fetch`` the raw files of a data set (downloaded through pooch or copied, sha256-verified, atomic),
+``prepare`` a word-level vocabulary (``<eos>`` after every line) and token ids; ``load_corpus`` for training."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -42,8 +39,7 @@ class Source:
 
 DATASETS: dict[str, Source] = {
     "ptb": Source(
-        name="ptb",
-        folder="ptb",
+        name="ptb", folder="ptb",
         files={"train": "ptb.train.txt", "valid": "ptb.valid.txt", "test": "ptb.test.txt"},
         sha256={
             "ptb.train.txt": "fcea919f6cf83f35d4d00c6cbf08040d13d4155226340912e2fef9c9c4102cbf",
@@ -57,8 +53,7 @@ DATASETS: dict[str, Source] = {
         corpus="5153395eba61be1f76b43b1e5881d64c4f87df77d5536fedf229b95e1b6b07e5",
     ),
     "wikitext2": Source(
-        name="wikitext2",
-        folder="wikitext-2",
+        name="wikitext2", folder="wikitext-2",
         files={"train": "wiki.train.tokens", "valid": "wiki.valid.tokens", "test": "wiki.test.tokens"},
         sha256={
             "wiki.train.tokens": "9e9fa1ad55b1c2c95b08e37dd8e653f638fac2c6de904b79e813611eefbc985f",
@@ -85,16 +80,8 @@ def source(name: str) -> Source:
         raise ReplicateError(f"unknown data set {name!r}", f"use one of {sorted(DATASETS)}") from None
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _verify(src: Source, fname: str, path: Path, origin: str) -> None:
-    got = sha256_of(path)
+    got = rio.file_sha256(path)
     want = src.sha256[fname]
     if got != want:
         size = path.stat().st_size
@@ -107,7 +94,7 @@ def _verify(src: Source, fname: str, path: Path, origin: str) -> None:
 
 
 def _install(src: Source, fname: str, out: Path, origin: str, write: Callable[[Path], None]) -> None:
-    """Write ``out/fname`` through a temporary file that is verified before the rename."""
+    """Write ``out/fname`` through a temporary file verified before the rename."""
     with rio.atomic_path(out / fname) as tmp:
         write(tmp)
         _verify(src, fname, tmp, origin)
@@ -146,10 +133,9 @@ def _fetch_local(src: Source, local_dir: Path, out: Path) -> dict[str, str]:
 
 
 def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
-    """Try the mirrors in order; a network failure or wrong bytes move on to the next one, a write the disk
-    refuses stops (naming the file in ``out``). Files already in ``out`` with the right sha256 are kept (a wrong
-    one is replaced)."""
-    present = [f for f in src.files.values() if (out / f).is_file() and sha256_of(out / f) == src.sha256[f]]
+    """Try the mirrors in order (a network failure or wrong bytes: the next one; a write the disk refuses: stop),
+    keeping the files already in ``out`` with the right sha256."""
+    present = [f for f in src.files.values() if (out / f).is_file() and rio.file_sha256(out / f) == src.sha256[f]]
     if len(present) == len(src.files):
         return {f: str(out / f) for f in present}
     downloader = pooch.HTTPDownloader(timeout=timeout, progressbar=False)
@@ -175,8 +161,7 @@ def _fetch_remote(src: Source, out: Path, timeout: float) -> dict[str, str]:
 
 
 def _fetch_raw(src: Source, url: str, out: Path, downloader) -> dict[str, str]:
-    """Each file from ``url`` + its name. pooch streams it to a temporary file in ``out``, checks the
-    sha256 and only then moves it into place; an existing file is re-downloaded unless its sha256 matches."""
+    """Each file from ``url`` + its name (pooch checks the sha256 before it moves the file into place)."""
     origins = {}
     for fname in src.files.values():
         origin = url + fname
@@ -190,47 +175,31 @@ def _fetch_raw(src: Source, url: str, out: Path, downloader) -> dict[str, str]:
 
 
 def _fetch_archive(src: Source, kind: str, url: str, out: Path, downloader) -> dict[str, str]:
-    """The wanted members of a .tgz / .zip archive, each verified. The archive's own sha256 is not
-    published, so pooch's downloader writes it to a fresh temporary folder (nothing cached, nothing
-    reused). Members are read by name rather than unpacked with pooch's Untar, which on Python < 3.12
-    extracts without tarfile's path filter."""
+    """The wanted members of a .tgz / .zip archive (downloaded to a fresh temporary folder: its own sha256 is not
+    published), each verified; read by name, not unpacked (pooch's Untar lacks tarfile's path filter before 3.12)."""
     wanted = set(src.files.values())
-    with tempfile.TemporaryDirectory(prefix="replicate-download-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="replicate-download-") as tmp, contextlib.ExitStack() as stack:
         archive = str(Path(tmp) / "archive")
         downloader(url, archive, None)
         if kind == "tgz":
-            with tarfile.open(archive, mode="r:gz") as tar:
-                found = {m.name.rsplit("/", 1)[-1]: m for m in tar.getmembers()
-                         if m.isfile() and m.name.rsplit("/", 1)[-1] in wanted and "/data/" in m.name}
-                _check_members(wanted, found)
-                for fname, member in found.items():
-                    _install(src, fname, out, url,
-                             lambda t, m=member: t.write_bytes(tar.extractfile(m).read()))
+            tar = stack.enter_context(tarfile.open(archive, mode="r:gz"))
+            members = {m.name: m for m in tar.getmembers() if m.isfile() and "/data/" in m.name}
+            read = lambda m: tar.extractfile(m).read()  # noqa: E731
         else:
-            with zipfile.ZipFile(archive) as zf:
-                found = {n.rsplit("/", 1)[-1]: n for n in zf.namelist() if n.rsplit("/", 1)[-1] in wanted}
-                _check_members(wanted, found)
-                for fname, member in found.items():
-                    _install(src, fname, out, url, lambda t, m=member: t.write_bytes(zf.read(m)))
+            zf = stack.enter_context(zipfile.ZipFile(archive))
+            members, read = {n: n for n in zf.namelist()}, zf.read
+        found = {name.rsplit("/", 1)[-1]: m for name, m in members.items() if name.rsplit("/", 1)[-1] in wanted}
+        if wanted - set(found):
+            raise KeyError(f"archive lacks {sorted(wanted - set(found))}")
+        for fname, member in found.items():
+            _install(src, fname, out, url, lambda t, m=member: t.write_bytes(read(m)))
     return {fname: url for fname in src.files.values()}
 
 
-def _check_members(wanted: set[str], found: dict) -> None:
-    missing = wanted - set(found)
-    if missing:
-        raise KeyError(f"archive lacks {sorted(missing)}")
-
-
-# --------------------------------------------------------------------------- prepare
-
 def tokenize(path: Path) -> list[str]:
     """Word-level tokens of a text file, ``<eos>`` appended to every line (blank lines too)."""
-    words: list[str] = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            words.extend(line.split())
-            words.append(EOS)
-    return words
+        return [word for line in fh for word in (*line.split(), EOS)]
 
 
 @dataclasses.dataclass
@@ -242,9 +211,6 @@ class Corpus:
     valid: "torch.Tensor"  # noqa: F821
     test: "torch.Tensor"  # noqa: F821
 
-    def split(self, name: str):
-        return getattr(self, name)
-
     def train_counts(self) -> "torch.Tensor":  # noqa: F821
         import torch
 
@@ -253,8 +219,8 @@ class Corpus:
 
 def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike,
             out_stats: str | os.PathLike) -> dict:
-    """Verify the raw files, build the vocabulary (first-occurrence order over train, valid,
-    test, as pytorch/examples does) and save token ids; return the stats written."""
+    """Verify the raw files, build the vocabulary (first-occurrence order over train, valid, test, as
+    pytorch/examples does) and save token ids; return the stats."""
     import torch
 
     src = source(name)
@@ -267,12 +233,8 @@ def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike
                                  f"results/data/raw/{name}/fetched.json)")
         _verify(src, fname, path, str(path))
         tokens[split] = tokenize(path)
-    index: dict[str, int] = {}
-    for split in SPLITS:
-        for w in tokens[split]:
-            if w not in index:
-                index[w] = len(index)
-    vocab = list(index)
+    vocab = list(dict.fromkeys(w for split in SPLITS for w in tokens[split]))
+    index = {w: i for i, w in enumerate(vocab)}
     ids = {s: torch.tensor([index[w] for w in tokens[s]], dtype=torch.int64) for s in SPLITS}
     rio.torch_save(out_corpus, {"vocab": vocab, **ids})
     _check_pinned(src, Path(out_corpus))
@@ -290,9 +252,8 @@ def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike
 
 
 def corpus_digest(path: str | os.PathLike) -> str:
-    """sha256 of what a prepared corpus holds: the records of torch's archive that carry the vocabulary and the
-    token ids (``data.pkl``, ``data/<n>``), not its format records, so that the same corpus has the same digest
-    whichever torch wrote it. Reads the archive without torch: the workflow calls it while it plans."""
+    """sha256 of the records of a prepared corpus's torch archive that hold its data (``data.pkl``, ``data/<n>``), the
+    same whichever torch wrote it; read without torch (the workflow calls it while it plans)."""
     digest = hashlib.sha256()
     with zipfile.ZipFile(path) as archive:
         for name in sorted(archive.namelist()):
@@ -312,8 +273,7 @@ def holds_prepared(path: str | os.PathLike, name: str) -> bool:
 
 
 def _check_pinned(src: Source, corpus: Path) -> None:
-    """Refuse (and remove) a prepared corpus whose digest is not the pinned ``src.corpus``: the pin is the data
-    stage's version, which decides whether the runs that read the corpus rerun, so it must say what is written."""
+    """Refuse (and remove) a prepared corpus whose digest is not the pinned ``src.corpus`` (the data's version)."""
     got = corpus_digest(corpus)
     if got != src.corpus:
         for path in (corpus, rio.checksum_path(corpus)):

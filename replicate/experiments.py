@@ -1,13 +1,7 @@
-"""The experiment as the unit: each experiment package declares its training runs in ``<experiment>/runs.py``.
-
-A declaration module has ``KINDS`` (its run kinds, one workflow rule each), ``runs(config) -> {run_id: Run}``
-(the runs the config trains) and ``run(config, run_id) -> Run`` (any valid run id, also one the config does not
-list, e.g. a Press & Wolf ablation cell ``small_wt_pr@pr_lambda=0.05/seed1``; a run id in another spelling than
-its folder's is refused with that spelling). A ``Run`` holds the run's settings, resolved once, and its
-resources, estimated from those settings. The workflow's training rules, ``python -m replicate train`` and
-``python -m replicate check-config`` all read the config through ``load_config``/``check_config`` and the runs
-through these modules, so they agree. Imports nothing heavy.
-"""
+"""The experiment as the unit: each experiment declares its training runs in ``replicate/<experiment>/runs.py``
+(``KINDS``, one rule each; ``runs(config) -> {run_id: Run}``; ``run(config, run_id) -> Run`` for any valid run id,
+one spelling each), with the checks they share; the config is read here as Snakemake reads it, so the workflow,
+``python -m replicate train`` and ``check-config`` agree. Imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -26,27 +20,29 @@ import yaml
 
 from replicate import resources
 from replicate.errors import ReplicateError
-from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, SettingError, check_memory, nearest, parse_text
+from replicate.lstm.config import PRESETS, resolve
+from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, Schemas, SettingError, check_memory, nearest, parse_text
 
 # experiment -> its declaration module
 DECLARATIONS = {experiment: f"replicate.{experiment}.runs"
                 for experiment in ("press_wolf", "inan", "scale", "initial_loss")}
+SCHEMAS = Schemas(SCHEMA_DIR)
+ENGINE_FIX = ("change the value (a cell's @key=value, or the config's overrides); every engine key "
+              "and its range: config/README.md, section lstm")
 MEMORY_FIX = ("make the run smaller (hidden size, width, vocabulary, batch), or raise max_job_memory_gib "
               "(e.g. --config max_job_memory_gib=128; its default is this machine's memory) if the machine or "
               "cluster node has the memory")
 
 
 def memory_limit_gib(config: dict[str, Any]) -> float:
-    """The most memory one job may need: the config's ``max_job_memory_gib``, else this machine's (a cluster
-    node's: set it)."""
+    """The most memory one job may need: the config's ``max_job_memory_gib``, else this machine's."""
     return config.get("max_job_memory_gib") or resources.machine_memory_gib()
 
 
 @dataclasses.dataclass(frozen=True)
 class Kind:
-    """One kind of run of an experiment, trained by one workflow rule ``rule``; a run id is ``pattern`` with its
-    wildcards filled (its folder under ``<results_dir>/<experiment>/``; the rule's outputs are that path and
-    ``outputs``' suffixes, its log and benchmark ``log`` (default: the pattern) under logs/ and benchmarks/)."""
+    """One kind of run, trained by the workflow rule ``rule``: a run id is ``pattern`` filled (its folder under
+    ``<results_dir>/<experiment>/``, the rule's outputs its ``outputs`` suffixes; logs under ``log`` or the pattern)."""
 
     rule: str
     experiment: str
@@ -71,12 +67,8 @@ class Kind:
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One run, resolved. ``settings``: the LSTM engine's (``replicate.lstm.runner.train_run``), if it trains one;
-    ``spec``: what its results depend on (the rule's rerun trigger); ``config``: the config slice its results
-    record as provenance; ``guarded``: what a finished run in its folder must have trained with (None: not
-    guarded), ``recorded(metrics.json)`` what it did; ``cost(threads)``: its resource estimate (default: the
-    engine's for ``settings``) x ``slowdown``; ``min_runtime``: a configured time limit that the estimate only
-    raises."""
+    """One run, resolved: its engine ``settings``, ``spec`` (rerun trigger), ``config`` (recorded), ``guarded`` (what a
+    finished run in its folder must have trained with), ``cost(threads)`` (default: the engine's) x ``slowdown``."""
 
     kind: Kind
     run_id: str
@@ -92,7 +84,7 @@ class Run:
     recorded: Callable[[dict], dict[str, Any]] = lambda metrics: metrics["settings"]
     slowdown: float = 1.0  # the measured time factor of its loss over the engine alone
     cost: Callable[[int], resources.Estimate] | None = None
-    min_runtime: int | None = None
+    min_runtime: int | None = None  # a configured time limit that the estimate only raises
     repeats: int = 1  # models it trains one after another with ``settings`` (a 6.2 point's seeds)
 
     @property
@@ -101,7 +93,6 @@ class Run:
 
     @property
     def spec_json(self) -> str:
-        """``spec`` as one line of JSON: the training rule's rerun trigger (its `spec` param)."""
         return spec_json(self.spec)
 
     @property
@@ -132,18 +123,46 @@ class Run:
         check_memory(self.estimate().mem_mb, limit_gib, where=where, fix=MEMORY_FIX)
 
     def refuse_to_overwrite(self, metrics: str | Path, forced: bool) -> None:
-        """Stop if ``metrics`` (this run's metrics.json) holds a finished run of other settings (run_checks)."""
-        from replicate.run_checks import refuse_to_overwrite
+        """Stop the plan if ``metrics`` (this run's metrics.json) holds a finished run of other settings, naming each
+        (recorded -> wanted) and the ways on; ``forced``: the command asked for it (--forcerun, -R, -f ...)."""
+        if forced or self.guarded is None or not os.path.isfile(metrics):
+            return
+        try:
+            with open(metrics, encoding="utf-8") as fh:
+                old = self.recorded(json.load(fh))
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # a result this cannot read is Snakemake's to judge (incomplete, corrupt: it reruns)
 
-        if self.guarded is not None:
-            refuse_to_overwrite(str(metrics), self.guarded, self.recorded, self.where, forced)
+        def shown(d: dict, key: str) -> str:
+            return repr(d[key]) if key in d else "its preset's"
+
+        wanted = self.guarded
+        changed = [f"{key}: {shown(old, key)} -> {shown(wanted, key)}"
+                   for key in sorted(set(old) | set(wanted)) if old.get(key) != wanted.get(key)]
+        if changed:
+            raise SettingError(f"{self.where}: {os.path.dirname(metrics)} holds a finished run whose settings differ "
+                               f"from this plan's ({'; '.join(changed)}); it would be overwritten",
+                               "keep it and run the new settings beside it as an ablation cell (e.g. small@epochs=3) "
+                               "or in another results folder (--config results_dir=results_mine); or replace it on "
+                               f"purpose: snakemake --forcerun {metrics} (before --config/--configfile)")
+
+
+def check_engine_settings(settings: dict[str, Any], where: str) -> dict[str, Any]:
+    """Settings of one LSTM run: a known size preset, a seed >= 0, every other key in lstm.schema.yaml's range."""
+    if settings.get("size") not in PRESETS:
+        raise SettingError(f"{where}: size={settings.get('size')!r} is not a size preset",
+                           f"use one of {', '.join(PRESETS)}")
+    seed = settings.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SettingError(f"{where}: seed={seed!r} is not an integer >= 0", "give the run's seed as 0, 1, 2, ...")
+    engine = {k: v for k, v in settings.items() if k not in ("size", "seed")}
+    SCHEMAS.check_mapping(engine, "lstm.schema.yaml", where=where, fix=ENGINE_FIX)
+    return settings
 
 
 @functools.lru_cache(maxsize=None)
 def lstm_estimate(settings_json: str, dataset: str, device_kind: str, threads: int) -> resources.Estimate:
-    """The resource estimate of training one LSTM with these settings (cached: a plan asks for each run's often)."""
-    from replicate.lstm.config import resolve
-
+    """The estimate of training one LSTM with these settings (cached: a plan asks for each run's often)."""
     shape = resources.corpus_shape(dataset)
     model, train = resolve(json.loads(settings_json), shape["vocab"])
     return resources.lstm_estimate(model, train, shape, device_kind, threads)
@@ -166,8 +185,7 @@ def resolve_run(config: dict[str, Any], experiment: str, run_id: str) -> Run:
 
 
 def canonical(raw: str, spell: Callable[[Any], str], what: str, where: str) -> Any:
-    """The value of ``raw`` (a number in a run id), refused unless ``raw`` is its one spelling ``spell(value)``
-    (one run, one folder: ``tau5`` not ``tau5.0``, ``seed1`` not ``seed01``)."""
+    """The number ``raw`` (of a run id), refused unless ``raw`` is its one spelling ``spell(value)`` (``seed1``)."""
     value = parse_text(raw)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise SettingError(f"{where}: {what}={raw!r} is not a number", f"write e.g. {what}1")
@@ -190,7 +208,7 @@ def spec_json(obj: Any) -> str:
 
 
 def run_config(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """The global keys a run depends on, plus ``extra``: the config slice its results record."""
+    """The global keys a run depends on, plus ``extra``."""
     return {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"], **extra}
 
 
@@ -274,7 +292,7 @@ def parse_override(entry: str) -> dict[str, Any]:
 
 
 def config_args(files, overrides) -> str:
-    """``--configfile F ... [--config K=V ...]`` for a job's command line (paths relative to the working folder)."""
+    """``--configfile F ... [--config K=V ...]`` for a job's command line."""
     rel = [os.path.relpath(f) if str(os.path.abspath(f)).startswith(os.getcwd()) else str(f) for f in files]
     words = ["--configfile", *(rel or [DEFAULT_CONFIGFILE])] + (["--config", *overrides] if overrides else [])
     return " ".join(shlex.quote(str(w)) for w in words)
@@ -293,13 +311,9 @@ def load_config(files: list[str] | None = None, overrides: list[str] = ()) -> di
 
 
 def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) -> dict[str, dict[str, Run]]:
-    """Fill in the schemas' defaults and refuse what they do not allow (the short message of
-    ``replicate.validate.Schemas``), then resolve every configured run of every declared experiment (its names,
-    settings and memory estimate), returned as {experiment: {run_id: Run}}: the Snakefile, the CLI and
-    ``check-config`` call this one function."""
+    """Fill in the schemas' defaults and refuse what they do not allow, then resolve every configured run of every
+    experiment (names, settings, memory): {experiment: {run_id: Run}}. The Snakefile and the CLI call it."""
     from snakemake.utils import validate  # the defaults, exactly as the Snakefile's `validate` fills them
-
-    from replicate.validate import Schemas
 
     schemas = Schemas(schema_dir)
     for name in CONFIG_SECTIONS:
@@ -307,8 +321,6 @@ def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) ->
         prefix = "" if name == "config" else name
         try:
             validate(data, str(Path(schema_dir, f"{name}.schema.yaml").resolve()))
-        except Exception:
-            schemas.check_config(data, f"{name}.schema.yaml", prefix)  # the short message
-            raise
-        schemas.check_config(data, f"{name}.schema.yaml", prefix)  # what JSON Schema lets through: nan, inf
+        finally:  # the short message of a refusal, and what JSON Schema lets through: nan, inf
+            schemas.check_config(data, f"{name}.schema.yaml", prefix)
     return {experiment: declaration(experiment).runs(config) for experiment in DECLARATIONS}

@@ -1,7 +1,4 @@
-"""Finite numbers only: the checks that keep a NaN or an inf out of a result, a table and the bundle.
-
-A run that diverged can end with a finite loss whose perplexity overflows (``exp`` of more than ~709
-nats is inf); a number like that must stop the run, the table or the publish that meets it, named."""
+"""Finite numbers only: what keeps a NaN or an inf (a diverged run's perplexity) out of results, tables, the bundle."""
 
 from __future__ import annotations
 

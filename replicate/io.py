@@ -1,11 +1,6 @@
-"""Atomic file output: write to a temporary file in the same folder, then rename.
-
-A crash or a kill at any moment leaves either the old file or the new one, never a
-truncated file that a later run could mistake for a finished result. A write that the disk refuses (full,
-read-only, no permission) is a ``WriteError`` naming the file written, whatever step failed. JSON is written strictly:
-a non-finite number (NaN, inf) is refused, naming the file and the key. ``torch_save`` also writes
-``<file>.sha256``, the checksum of the file's bytes, which ``checksum_status`` checks before a load.
-"""
+"""Atomic file output (a temporary file beside the target, then a rename: a kill leaves the old file or the new one,
+never a truncated one); a write the disk refuses is a ``WriteError`` naming the file; JSON strictly finite;
+``torch_save`` also writes ``<file>.sha256``, which ``checksum_status`` checks before a load."""
 
 from __future__ import annotations
 
@@ -29,8 +24,7 @@ STALE_SECONDS = 3600  # a temporary this old is a killed write's leftover (no wr
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: mkstemp makes 0600 files, results are made as open() would (0644 under umask 022)
 
-
-# what the disk said, for the errors that mean "this place takes no more bytes" whichever file they name
+# the errors that mean "this place takes no more bytes", whichever file they name
 _DISK_REFUSED = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
                  errno.EFBIG: "the file is larger than the file system allows",
                  errno.EROFS: "the file system is read-only"}
@@ -42,9 +36,8 @@ class WriteError(ReplicateError):
 
 
 def write_fault(path: str | os.PathLike, exc: OSError) -> WriteError | None:
-    """The named error for ``exc`` raised while writing ``path``, or None if ``exc`` is not a write refused by the
-    disk (a permission error counts only when it names ``path``, its temporary or a folder above it: a source
-    file that cannot be read is not a write fault)."""
+    """The named error for ``exc`` raised while writing ``path``, or None if it is no write the disk refused (a
+    permission error counts only when it names ``path``, its temporary or a folder above it)."""
     reason = _DISK_REFUSED.get(exc.errno)
     if reason is None and exc.errno in _NOT_PERMITTED:
         named = Path(os.path.abspath(exc.filename)) if exc.filename else None
@@ -63,8 +56,8 @@ def write_fault(path: str | os.PathLike, exc: OSError) -> WriteError | None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` on success. A write the disk refuses
-    (here or in the caller's block) is a ``WriteError`` naming ``path``; the temporary is removed either way."""
+    """Yield a temporary path next to ``path``, renamed onto it on success (removed either way); a write the disk
+    refuses, here or in the caller's block, is a ``WriteError`` naming ``path``."""
     path, tmp = Path(path), None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,8 +109,7 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
-    """``obj`` as strict JSON (no NaN or Infinity); a non-finite number is a ReplicateError naming the file
-    and the key path, and nothing is written."""
+    """``obj`` as strict JSON: a non-finite number is a ReplicateError naming the file and the key; nothing written."""
     try:
         text = json.dumps(obj, indent=2, sort_keys=False, default=_jsonable, allow_nan=False)
     except ValueError:
@@ -160,13 +152,8 @@ def write_csv(path: str | os.PathLike, frame) -> None:
 
 
 def torch_save(path: str | os.PathLike, obj: Any) -> None:
-    """``torch.save`` through a temporary file (checkpoints, tensors). Saved through an open file, so the
-    archive's inner folder is torch's fixed "archive/" rather than the random temporary name: the same
-    object gives the same bytes.
-
-    Also writes ``<path>.sha256`` (``checksum_status`` checks it), in two steps so that a kill at any
-    moment leaves a pair that checks: first the new checksum with the one of the file it replaces, then
-    the file, then the new checksum alone."""
+    """``torch.save`` atomically through an open file (the same object, the same bytes), and ``<path>.sha256`` in two
+    steps (the new checksum with the replaced file's, the file, the new one alone): a kill leaves a pair that checks."""
     import torch
 
     path = Path(path)
@@ -201,22 +188,16 @@ def _write_checksum(path: Path, sha: str, replaces: str | None) -> None:
     write_json(checksum_path(path), {"file": path.name, "sha256": sha, "replaces": replaces})
 
 
-def _recorded(path: Path) -> tuple[str | None, str | None]:
-    """(sha256, the sha256 of the file it replaces) from ``<path>.sha256``; (None, None) when unreadable."""
-    try:
-        record = read_json(checksum_path(path))
-        return record.get("sha256"), record.get("replaces")
-    except (OSError, ValueError, AttributeError):
-        return None, None
-
-
 def checksum_status(path: str | os.PathLike) -> bool | None:
-    """Whether the file at ``path`` has the checksum recorded beside it: True, False, or None when none is
-    recorded (a file written before checksums were)."""
-    path = Path(path)
+    """Whether the file at ``path`` has the checksum recorded beside it or the one it replaces (None: none recorded)."""
     if not checksum_path(path).is_file():
         return None
-    return file_sha256(path) in {sha for sha in _recorded(path) if sha}
+    try:
+        record = read_json(checksum_path(path))
+        recorded = {record.get("sha256"), record.get("replaces")}
+    except (OSError, ValueError, AttributeError):  # unreadable: nothing matches
+        recorded = set()
+    return file_sha256(path) in recorded - {None}
 
 
 def _jsonable(value: Any) -> Any:

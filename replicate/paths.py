@@ -1,8 +1,6 @@
-"""Where every result file lives, relative to a results folder (``results/`` of a run, or the published
-bundle ``paper/measured/``). The rules write ``results/<path>`` (``under_results``); the report reads
-``<root>/<path>``. Templates take Snakemake's ``{wildcards}``. Imports nothing: the workflow reads it
-when it builds the DAG. A constant's name prefix (``PW_``, ``INAN_``, ``IL_``, ``SCALE_``) says which
-experiment owns the file (``owner``: the report and the publish catalogue read it)."""
+"""Where every result file lives, relative to a results folder (``results/`` or the bundle ``paper/measured/``), as
+templates with Snakemake's ``{wildcards}``; a name's prefix (``PW_``, ``INAN_``, ``IL_``, ``SCALE_``) says which
+experiment owns the file (``owner``). Imports nothing."""
 
 from __future__ import annotations
 
@@ -45,10 +43,6 @@ PW_SPEED_TABLE = "tables/press_wolf_speed.csv"
 PW_LEARNING_CURVES = "figures/report_press_wolf_learning_curves"  # stem (.png, .svg); the report draws it
 
 # --------------------------------------------------------------------------------------- Inan
-INAN_TABLE1_RUN = "inan/table1/{dataset}/{size}_{variant}"
-INAN_TABLE1_METRICS = f"{INAN_TABLE1_RUN}/metrics.json"
-INAN_TABLE1_HISTORY = f"{INAN_TABLE1_RUN}/history.csv"
-INAN_ABLATION_METRICS = "inan/ablation/{dataset}/{size}_{variant}_tau{tau}_gamma{gamma}/metrics.json"
 INAN_SCREEN_METRICS = "inan/screen/{dataset}/{size}_{variant}_{tag}/metrics.json"  # short-scale screening run
 INAN_SCREEN_SOFT = "inan/screen/{dataset}/{size}_{variant}_{tag}/soft_target.csv"  # its y~ (+AL / +REAL runs)
 INAN_POINT = "inan/subspace/{reading}/tau{tau}_beta{beta}.json"  # one section 6.2 point, all seeds
@@ -64,7 +58,6 @@ INAN_READINGS = "tables/inan_subspace_readings.csv"
 
 # ------------------------------------------------------------------------------- initial loss
 IL_SWEEP = "initial_loss/runs/d{width}.csv"  # one width
-IL_SWEEP_PROVENANCE = f"{IL_SWEEP}.provenance.json"
 IL_TIDY = "initial_loss/initial_loss.csv"
 IL_METRICS = "initial_loss/metrics.json"
 IL_MEMORY = "initial_loss/memory_benchmark.json"
@@ -95,7 +88,6 @@ SCALE_WORDSIM_DOWNLOADS = "scale/benchmarks"  # word-similarity files given by u
 SCALE_EMBEDDING_FIGURES = ("figures/scale_update_frequency", "figures/scale_embedding_similarity")  # stems
 SCALE_TRANSFORMER_RUN = "scale/transformer/{variant}_std{std}_lr{lr}/seed{seed}"
 SCALE_TRANSFORMER_SUMMARY = f"{SCALE_TRANSFORMER_RUN}/summary.json"
-SCALE_TRANSFORMER_CURVE = f"{SCALE_TRANSFORMER_RUN}/curve.csv"
 SCALE_TRANSFORMER = "tables/scale_transformer.csv"
 SCALE_TRANSFORMER_COMPARISON = "tables/scale_transformer_comparison.csv"
 SCALE_TRANSFORMER_CURVES = "scale/transformer_curves.csv"
@@ -122,10 +114,8 @@ def path_constants(group: str) -> list[str]:
 
 
 def prefixes_of(experiment: str, group: str) -> tuple[str, ...]:
-    """Where an experiment's files live, from its constants (``group``: their name prefix, e.g. ``SCALE_``): a
-    folder of its own (``scale/`` of ``scale/runs/...``) with its Snakemake benchmark folder (``benchmarks/scale/``);
-    in a shared folder, ``<folder>/<experiment>_`` for a file named after the experiment (``tables/scale_`` of
-    ``tables/scale_gain.csv``), else the file's stem up to its first wildcard (``tables/model_families``)."""
+    """Where an experiment's files live, from its constants (``group``: their prefix): its own folder and benchmark
+    folder; in a shared folder, ``<folder>/<experiment>_`` or the file's stem up to its first wildcard."""
     out = []
     for path in path_constants(group):
         folder, _, rest = path.partition("/")

@@ -76,8 +76,7 @@ def device_info(device: str | None = None) -> dict[str, Any]:
 
 
 def collect(config: Any, started: str, device: str | None = None, git: dict | None = None) -> dict[str, Any]:
-    """The provenance block stored in (or beside) a result file; ``git``: the checkout's state when the job
-    started (a long job's code is what it imported then, not what the checkout holds when it ends)."""
+    """The provenance block stored in (or beside) a result file; ``git``: the checkout's state when the job started."""
     return {
         "config": config,
         "git": git if git is not None else git_state(),
@@ -89,13 +88,11 @@ def collect(config: Any, started: str, device: str | None = None, git: dict | No
 
 
 def source_hash(*modules: str) -> str:
-    """Short sha256 over the source files of the named package modules or sub-packages (dotted names relative to
-    the package: ``"lstm.train"``, ``"lstm"``; a module's ``.cpp`` beside its ``.py`` counts with it);
-    ``code_version`` finds the modules from the imports."""
+    """Short sha256 over the source of the named package modules or sub-packages (``"lstm.train"``, ``"lstm"``), a
+    module's ``.cpp`` beside its ``.py`` included."""
     digest = hashlib.sha256()
     for name in sorted(set(modules)):
         base = PACKAGE_ROOT.joinpath(*name.split("."))
-        # a module's C++ part (``x.cpp`` beside ``x.py``, compiled by it) is part of its source
         files = (sorted(base.rglob("*.py")) if base.is_dir()
                  else [f for f in (base.with_suffix(".py"), base.with_suffix(".cpp")) if f.suffix == ".py" or f.exists()])
         for f in files:
@@ -105,11 +102,8 @@ def source_hash(*modules: str) -> str:
 
 
 def code_modules(*roots: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(math, kernels): the modules the roots (modules, classes, functions or names: ``"lstm.train"``) compute with,
-    from their ``replicate`` imports, at the top or in a function, all the way down. Counted: the roots, the
-    sub-packages' modules but their faces (``__init__.py``), and the top-level modules that import torch when
-    loaded (``llama``), not the shared kit (errors, io, provenance, devices, data, plotting, ``llama_dims``).
-    ``kernels`` (fast paths the tests prove equal to the reference math) are counted apart: the kernel version."""
+    """(math, kernels): the roots and what they import all the way down, but faces and the torch-free top-level kit;
+    ``kernels`` (fast paths proven equal to the math) apart."""
     names = {(getattr(r, "__module__", None) or getattr(r, "__name__", r)).removeprefix("replicate.") for r in roots}
     todo, reached = list(names), {}
     while todo:

@@ -1,36 +1,26 @@
-"""Cluster resource estimates (memory, time limit) of the heavy jobs, derived from the model size.
-
-Used by workflow/rules/resources.smk to fill the `mem_mb` and `runtime` resources of the training and
-sweep rules, so that a SLURM job asks for what its model needs: a large LSTM gets more memory and time
-than a small one, WikiText-2 (33k words) more than PTB (10k). The estimates are deliberately generous
-(a job killed at its limit costs more than an idle reservation) and grow with Snakemake's `attempt`
-(1, 2, 3, ...) so that a retried job gets more of both.
-
-Model of a training job (all in float32):
-- memory = interpreter + torch (BASE_MB) + the corpus (int64 token ids) + parameters x copies
-  (weights, gradients, update/clip temporaries, checkpoint buffers) + activations of one training batch
-  or one evaluation window (the logits dominate: tokens x vocabulary), times SAFETY;
-- time = a fixed start-up allowance + (training + evaluation FLOPs) / an assumed sustained rate,
-  plus a per-step latency on GPU (the recurrence is sequential), times SAFETY.
-On a GPU the activations and parameters live in device memory; the host keeps the CUDA runtime, the
-corpus and checkpoint copies (GPU memory is not a SLURM request; pick the GPU model in the profile).
-
-The rates are calibrated on this project's measurements, then lowered: the small LSTM trains at
-~3,500 tokens/s on 2 threads of the development machine (~27 GFLOP/s per thread of model math);
-we assume CPU_FLOPS_PER_THREAD = 12 GFLOP/s. Override any estimate per rule in the profile
-(`set-resources`), which wins over these functions.
-"""
+"""What the jobs cost: each training or sweep job's memory, time limit and expected one-thread CPU time, from its
+model size (generous limits that grow with Snakemake's ``attempt``; a profile's ``set-resources`` wins), and
+``python -m replicate costs``: a plan's estimated hours per experiment, and the generated cost block of
+docs/reproducibility.md. Rates: measured on this project's machine (``MEASURED_ON``), then lowered for
+the limits. Imports nothing heavy."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-# Shapes of the prepared corpora (README "Local data"; checked against a real prepare run by
-# tests/test_resources.py). Used only for estimates: the jobs read the real corpus.
+from replicate import paths
+from replicate.errors import ReplicateError
+
+# the prepared corpora's shapes (tests/test_resources.py checks them against a real prepare run)
 CORPUS_SHAPES: dict[str, dict[str, int]] = {
     "ptb": {"vocab": 10_000, "train": 929_589, "valid": 73_760, "test": 82_430},
     "wikitext2": {"vocab": 33_278, "train": 2_088_628, "valid": 217_646, "test": 245_569},
@@ -47,22 +37,15 @@ STARTUP_MINUTES = 10  # imports, corpus load, checkpoint writes, node start-up
 MEM_STEP_MB = 256
 RNG_NUMBERS_PER_S_PER_THREAD = 20e6  # streamed transformer init (measured ~55e6 per thread here)
 
-# What a job is *expected* to take (the cost estimates: `python -m replicate costs`, the generated cost
-# table of docs/reproducibility.md), as opposed to the generous time limits above. Measured on this
-# project's machine; a faster or slower machine scales every estimate by the same factor.
+# what a job is expected to take (the costs), as opposed to the generous limits above
 MEASURED_ON = ("the Press & Wolf small engine at about 1,700 training tokens/s on one thread of this project's "
                "machine (2-core AMD EPYC VM, otherwise idle), 2026-12-05")
 MEASURED_CPU_FLOPS_PER_THREAD = 6 * 2_640_000 * 1_700  # 6 x small's multiply-adds per token x tokens/s: ~27 GFLOP/s
 MEASURED_RNG_NUMBERS_PER_S_PER_THREAD = 55e6
-# The augmented loss (Inan +AL, +REAL) on top of the engine, as a factor on its time, with the fused
-# output-layer kernel and its compiled row passes: training tokens/s of VD-LSTM 5,192 against +AL 4,384 and
-# +REAL 4,099 (2 threads, idle, 2026-12-07; paper/measured/tables/press_wolf_speed.csv). It scales both the
-# estimate and the time limit.
+# Inan's +AL / +REAL as a factor on the engine's time (estimate and limit): training tokens/s of VD-LSTM 5,192
+# against +AL 4,384 and +REAL 4,099 (2 threads, idle, 2026-12-07; paper/measured/tables/press_wolf_speed.csv)
 AUGMENTED_LOSS_SLOWDOWN = {"al": 1.18, "real": 1.27}
-# GPU hours: an estimate until measured (no job of this project has been timed on a GPU yet). The stated rate:
-# one GPU sustains GPU_FLOPS of model math (the rate the GPU time limits assume), so a job's GPU hours are the
-# FLOPs its one-thread estimate stands for (one-thread hours x MEASURED_CPU_FLOPS_PER_THREAD) at that rate. The
-# recurrence's per-time-step latency is left out, so a small model's job will take longer than this.
+# GPU hours, an estimate until measured: the FLOPs a one-thread estimate stands for, at GPU_FLOPS
 GPU_ESTIMATE = (f"estimated, not measured: one GPU at {GPU_FLOPS / 1e12:g} TFLOP/s sustained fp32 "
                 f"({GPU_FLOPS / MEASURED_CPU_FLOPS_PER_THREAD:.0f}x one measured CPU thread), the recurrence's "
                 "per-step latency left out")
@@ -73,18 +56,14 @@ def gpu_hours(one_thread_hours: float) -> float:
     return one_thread_hours * MEASURED_CPU_FLOPS_PER_THREAD / GPU_FLOPS
 
 
-# A cluster time limit is at least this many times the job's expected wall time (expected_wall_min); tested.
-LIMIT_OVER_ESTIMATE = 1.5
+LIMIT_OVER_ESTIMATE = 1.5  # a cluster time limit is at least this many times the expected wall time
 TWO_THREAD_SPEEDUP = 1.5  # a small-model job on two threads against one (measured: 1.4-1.6x)
-
-
 # a container's memory limit, where a cgroup (v2, then v1) sets one; "max" or a huge number: none
 CGROUP_MEMORY_LIMITS = (Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 
 
 def machine_memory_gib() -> float:
-    """This machine's memory in GiB (its container's limit where that is lower), rounded down to 0.1 GiB:
-    the default of ``max_job_memory_gib``."""
+    """This machine's (or its container's) memory in GiB, rounded down to 0.1: ``max_job_memory_gib``'s default."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for path in CGROUP_MEMORY_LIMITS:
         try:
@@ -116,8 +95,7 @@ class Estimate:
 
 
 def device_kind(device: str) -> str:
-    """'cuda' when the config asks for a GPU explicitly (cuda, cuda:N), else 'cpu' (auto and cpu: a
-    cluster job gets a GPU only when the config says so; see README "Running on a cluster")."""
+    """'cuda' when the config asks for a GPU explicitly (cuda, cuda:N), else 'cpu' (auto included)."""
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
@@ -133,9 +111,7 @@ def _round_up(x: float, step: int) -> int:
 
 
 def lstm_parameters(vocab: int, hidden: int, layers: int, tying: str, projection: bool) -> int:
-    """Distinct parameters of the Zaremba/P&W LSTM LM (embedding = hidden size; nn.LSTM layout with two
-    bias vectors per layer; the tied matrix counted once; tied_nobias has no output bias).
-    small: 4,653,200 untied / 2,653,200 tied (P&W: 4.65M / 2.65M)."""
+    """Distinct parameters of the Zaremba/P&W LSTM LM, the tied matrix once (small: 4,653,200 untied; 2,653,200)."""
     embedding = vocab * hidden
     lstm = layers * 4 * (2 * hidden * hidden + 2 * hidden)
     proj = hidden * hidden + hidden if projection else 0
@@ -146,8 +122,7 @@ def lstm_parameters(vocab: int, hidden: int, layers: int, tying: str, projection
 
 def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "cpu",
                   threads: int = 1) -> Estimate:
-    """Memory and time of training one LSTM (``model``/``train``: replicate.lstm.config ModelConfig and
-    TrainConfig, or anything with the same attributes) on a corpus of ``shape`` (CORPUS_SHAPES entry)."""
+    """Memory and time of training one LSTM (``model``, ``train``: replicate.lstm.config's) on a corpus of ``shape``."""
     kind = device_kind(device)
     V, H, L = model.vocab_size, model.hidden_size, model.num_layers
     params = lstm_parameters(V, H, L, model.tying, model.projection)
@@ -190,9 +165,8 @@ def lstm_estimate(model: Any, train: Any, shape: dict[str, int], device: str = "
 
 
 def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Estimate:
-    """Memory and time of one streamed initial-loss sweep job (replicate/initial_loss/sweep.py): it holds
-    the embedding, one block, the untied output matrix and a mixer at a time, and is dominated by drawing
-    the random parameters of every trunk (seeds x token distributions x trunk grid)."""
+    """Memory and time of one streamed initial-loss sweep job: one block at a time; drawing every trunk's random
+    parameters (seeds x token distributions x trunk grid) dominates."""
     n, d, layers = section["vocab_size"], width, section["n_layers"]
     block = 12 * d * d  # attention (4 d^2) + gated MLP (~8 d^2)
     held = 2 * n * d + block + d * d  # embedding, untied output, one block, orthogonal mixer
@@ -212,10 +186,8 @@ def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Est
 
 
 def transformer_one_thread_hours(section: dict[str, Any], shape: dict[str, int]) -> float:
-    """Expected one-thread hours of one scale-study transformer run (``section``: config scale.transformer):
-    its model FLOPs (6 x multiply-adds per training token, 2 x per evaluation token; attention projections,
-    SwiGLU MLP, attention scores, output layer) at the LSTM engine's measured rate
-    (MEASURED_CPU_FLOPS_PER_THREAD). An estimate: the transformer's own throughput was not measured apart."""
+    """Expected one-thread hours of one scale-study transformer run (config scale.transformer): its model FLOPs at
+    the LSTM engine's measured rate (the transformer's own throughput was not measured apart)."""
     from replicate.llama_dims import mlp_hidden
 
     d, layers, seq, vocab = section["d_model"], section["n_layers"], section["seq_len"], shape["vocab"]
@@ -224,3 +196,133 @@ def transformer_one_thread_hours(section: dict[str, Any], shape: dict[str, int])
     evals = section["steps"] // section["eval_every"] + 2
     eval_tokens = evals * min(section["eval_tokens"], shape["valid"])
     return (6.0 * macs * train_tokens + 2.0 * macs * eval_tokens) / MEASURED_CPU_FLOPS_PER_THREAD / 3600
+
+
+# ---- a plan's costs: python -m replicate costs
+
+EXPERIMENTS = tuple(paths.GROUPS)  # rule-name prefixes; the rest is "data, report"
+OTHER = "data, report"
+
+DOCS_PAGE = "docs/reproducibility.md"
+BLOCK_BEGIN, BLOCK_END = "<!-- costs:begin -->", "<!-- costs:end -->"
+# the plans of the generated block: (what it is, the arguments of `costs`)
+DOCS_PLANS = (("the default preset", ["all"]), ("the paper preset", ["all", "--configfile", "config/paper.yaml"]))
+
+_RULE = re.compile(r"^(?:local)?rule (\w+):$")
+_MINUTES = re.compile(r"\bone_thread_min=(\d+)")
+
+
+@dataclasses.dataclass
+class ExperimentCost:
+    jobs: int = 0
+    minutes: int = 0
+    unestimated: dict[str, int] = dataclasses.field(default_factory=lambda: defaultdict(int))  # rule -> jobs
+
+    @property
+    def hours(self) -> float:
+        return self.minutes / 60
+
+    @property
+    def gpu_hours(self) -> float:
+        return gpu_hours(self.hours)
+
+
+def parse_plan(text: str) -> dict[str, ExperimentCost]:
+    """Per experiment: jobs, estimated minutes and the rules of jobs without an estimate, from a `snakemake -n` plan
+    (each job's `rule NAME:` block, its `resources:` line holding one_thread_min); `all` is no job."""
+    costs: dict[str, ExperimentCost] = defaultdict(ExperimentCost)
+    rule, minutes = None, None
+
+    def close():
+        if rule is not None and rule != "all":
+            cost = costs[next((e for e in EXPERIMENTS if rule.startswith(f"{e}_")), OTHER)]
+            cost.jobs += 1
+            if minutes is None:
+                cost.unestimated[rule] += 1
+            else:
+                cost.minutes += minutes
+
+    for line in text.splitlines():
+        if m := _RULE.match(line.strip()):
+            close()
+            rule, minutes = m.group(1), None
+        elif rule is not None and line.strip().startswith("resources:") and (m := _MINUTES.search(line)):
+            minutes = int(m.group(1))
+    close()
+    return dict(costs)
+
+
+def table(costs: dict[str, ExperimentCost]) -> str:
+    """A Markdown table: one row per experiment and the total."""
+    rows = ["| experiment | jobs | estimated one-thread hours | GPU hours (estimate, not measured) | jobs without "
+            "an estimate |", "|---|---|---|---|---|"]
+    order = [e for e in (*EXPERIMENTS, OTHER) if e in costs]
+    total = ExperimentCost(jobs=sum(c.jobs for c in costs.values()), minutes=sum(c.minutes for c in costs.values()))
+    for name, c in [*((name, costs[name]) for name in order), ("total", total)]:
+        missing = "" if c is total else ", ".join(f"{r} x{n}" for r, n in sorted(c.unestimated.items())) or "none"
+        rows.append(f"| {name} | {c.jobs} | {c.hours:.1f} | {c.gpu_hours:.1f} | {missing} |")
+    return "\n".join(rows)
+
+
+def docs_block(plans: list[dict[str, ExperimentCost]]) -> str:
+    """The generated block of DOCS_PAGE: the first plan of DOCS_PLANS as a table, the others as their totals."""
+    head = (f"Generated by `python -m replicate costs --write-docs` (the whole plan of each preset) from "
+            f"`replicate/resources.py`, which converts each job's FLOPs with {MEASURED_ON}; "
+            f"Inan's augmented loss as a measured factor on the engine "
+            f"(+AL x{AUGMENTED_LOSS_SLOWDOWN['al']}, +REAL x{AUGMENTED_LOSS_SLOWDOWN['real']}). "
+            f"GPU hours: {GPU_ESTIMATE}. Do not edit between the markers.\n\n")
+    totals = [(name, args, sum(c.jobs for c in p.values()), sum(c.minutes for c in p.values()) / 60)
+              for (name, args), p in zip(DOCS_PLANS[1:], plans[1:], strict=True)]
+    return head + table(plans[0]) + "\n" + "".join(
+        f"\n{name.capitalize()} (`python -m replicate costs {' '.join(args)}`): {jobs} jobs, {hours:,.1f} estimated "
+        f"one-thread hours, {gpu_hours(hours):,.1f} GPU hours (estimate, not measured).\n"
+        for name, args, jobs, hours in totals)
+
+
+def write_docs(plans: list[dict[str, ExperimentCost]], page: str = DOCS_PAGE) -> None:
+    """Replace the generated block of ``page`` (its markers must be there)."""
+    with open(page, encoding="utf-8") as fh:
+        text = fh.read()
+    if BLOCK_BEGIN not in text or BLOCK_END not in text:
+        raise ReplicateError(f"{page} has no {BLOCK_BEGIN} ... {BLOCK_END} block", f"put the two markers back into {page}")
+    head, rest = text.split(BLOCK_BEGIN, 1)
+    tail = rest.split(BLOCK_END, 1)[1]
+    with open(page, "w", encoding="utf-8") as fh:
+        fh.write(f"{head}{BLOCK_BEGIN}\n{docs_block(plans)}{BLOCK_END}{tail}")
+
+
+def plan(snakemake_args: list[str], remaining: bool = False) -> str:
+    """The text of `snakemake -n [--forceall] ARGS` (this interpreter's Snakemake)."""
+    cmd = [sys.executable, "-m", "snakemake", "-n", *([] if remaining else ["--forceall"]), *snakemake_args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "REPLICATE_PROGRESS_SECONDS": "0"})
+    if proc.returncode != 0:
+        raise ReplicateError(f"snakemake could not plan {' '.join(snakemake_args) or 'all'}:\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}",
+                             "fix the targets or config (the same arguments as to snakemake -n)")
+    return proc.stdout + proc.stderr
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m replicate costs",
+        usage="%(prog)s [--remaining] [--markdown | --write-docs] [TARGETS] [SNAKEMAKE OPTIONS]",
+        description="A plan's estimated one-thread CPU hours per experiment. Every other argument goes to "
+                    "snakemake -n unchanged, e.g.: all --configfile config/smoke.yaml")
+    parser.add_argument("--remaining", action="store_true",
+                        help="only the jobs still to run (default: the whole plan, as if nothing had run)")
+    parser.add_argument("--markdown", action="store_true", help=f"the table only (what {DOCS_PAGE} holds)")
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"write the default and the paper preset's costs into {DOCS_PAGE} (run in the repository)")
+    args, snakemake_args = parser.parse_known_args(argv)
+    if args.write_docs and snakemake_args:
+        raise ReplicateError("--write-docs plans the default and the paper preset itself", "drop the other arguments")
+    plans = [parse_plan(plan(a, args.remaining)) for a in ([a for _, a in DOCS_PLANS] if args.write_docs
+                                                             else [snakemake_args])]
+    print("\n\n".join(map(table, plans)))
+    if args.write_docs:
+        write_docs(plans)
+    if not args.markdown:
+        print(f"\nMeasured throughput behind the estimates: {MEASURED_ON}; Inan's augmented loss "
+              f"as a factor on the engine ({AUGMENTED_LOSS_SLOWDOWN}). Wall time on N cores is at least "
+              f"the total / N and at least the longest job. GPU hours: {GPU_ESTIMATE}.")
+    return 0

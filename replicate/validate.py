@@ -1,22 +1,15 @@
-"""Plan-time checks of user-supplied values against the config's JSON Schemas (workflow/schemas/).
-
-A value that reaches the workflow from a target's path (a cell's ``@key=value``, a tau, a data percentage,
-a width) is checked here against the same schema node that checks the config, with the same bounds, before
-any job starts; so is a run's estimated memory (``replicate.resources``) against the configured limit.
-Every refusal is a ``SettingError`` that names where the value came from, the key, the value, what is
-allowed and how to fix it. A ``number`` must be finite here (JSON Schema itself lets nan and inf through),
-and a number that YAML 1.1 read as text (``1.0e6``) is named as such. ``python -m replicate train`` checks a run
-with the same functions (the experiments' runs.py). Imports nothing heavy (the workflow calls it while it builds
-the DAG).
-"""
+"""Plan-time checks of user-supplied values: against the config's JSON Schemas (workflow/schemas/; numbers finite),
+a run's memory estimate against the limit, and a target path no rule writes. Each refusal is a ``SettingError``
+naming where the value came from, the key, the value, what is allowed and the fix. Imports nothing heavy."""
 
 from __future__ import annotations
 
 import difflib
 import functools
 import math
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -32,9 +25,7 @@ class SettingError(ReplicateError):
     """A user-supplied value the schemas, or the memory limit, do not allow."""
 
 
-# The repository's schema folder, beside the package (the CLI's checks read it; the Snakefile names its own).
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "workflow" / "schemas"
-# The config's schema files: the top level, then one per section (<name>.schema.yaml).
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "workflow" / "schemas"  # the Snakefile names its own
 CONFIG_SECTIONS = ("config", "data", "press_wolf", "inan", "initial_loss", "scale", "report")
 
 
@@ -50,8 +41,7 @@ Validator = jsonschema.validators.extend(
 
 
 def reason(error: jsonschema.ValidationError) -> str:
-    """Why a value was refused, in words: jsonschema's message, or what it would leave unsaid (a non-finite
-    number; a number that YAML 1.1 read as a string)."""
+    """Why a value was refused: jsonschema's message, or a non-finite number, or a number YAML 1.1 read as text."""
     value = error.instance
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r} is not a finite number"
@@ -96,10 +86,7 @@ def describe(node: dict[str, Any]) -> str:
     types = [t for t in types if t != "null"]
     words = {"integer": "an integer", "number": "a number", "boolean": "true or false", "string": "a string",
              "array": "a list", "object": "a mapping"}
-    text = " or ".join(words.get(t, t) for t in types) or "a value"
-    bounds = _bounds(node)
-    if bounds:
-        text += " " + bounds
+    text = " ".join(filter(None, [" or ".join(words.get(t, t) for t in types) or "a value", _bounds(node)]))
     return text + (" (or null)" if nullable else "")
 
 
@@ -122,13 +109,11 @@ class Schemas:
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory).resolve()
-        # every file loaded and crawled once (a registry retrieves and crawls again at every check otherwise)
         files = [(path.as_uri(), self._retrieve(path.as_uri())) for path in sorted(self.directory.glob("*.yaml"))]
         self.registry = Registry(retrieve=self._retrieve).with_resources(files).crawl()
 
     def _retrieve(self, uri: str) -> Resource:
-        # without its "$schema", a file is validated by ``Validator`` (finite numbers), not by the stock
-        # validator that jsonschema would pick for the dialect it names
+        # without its "$schema": validated by ``Validator`` (finite numbers), not the dialect's stock validator
         contents = {k: v for k, v in _load(url2pathname(urlparse(uri).path)).items() if k != "$schema"}
         return Resource.from_contents(contents, default_specification=DRAFT202012)
 
@@ -137,7 +122,7 @@ class Schemas:
         return (self.directory / name).as_uri() + "#" + pointer
 
     def node(self, ref: str) -> dict[str, Any]:
-        """The schema node at ``ref`` (for messages): ``$ref`` hops followed, as schema paths omit them; its own merged."""
+        """The schema node at ``ref`` (for messages), ``$ref`` hops followed and merged."""
         name, _, pointer = ref.partition("#")
         contents, resolver = {"$ref": self._uri(name)}, self.registry.resolver()
         for step in [*filter(None, pointer.split("/")), None]:  # None: the node itself
@@ -153,14 +138,14 @@ class Schemas:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         if error is not None:
             node = self.node(ref)
-            meaning = f" ({_first_clause(node['description'])})" if node.get("description") else ""
+            first_clause = node.get("description", "").split(";")[0].split(". ")[0].rstrip(".")
+            meaning = f" ({first_clause})" if first_clause else ""
             raise SettingError(f"{where}: {key}={value!r} is not allowed: {reason(error)}; "
                                f"{key} must be {describe(node)}{meaning}", fix)
         return value
 
     def check_config(self, data: dict[str, Any], name: str, prefix: str = "") -> None:
-        """Refuse a config (section) that the schema file ``name`` does not allow, naming the key path, the
-        value and what is allowed (an unknown key with the nearest known one); nothing when it is valid."""
+        """Refuse a config (section) that the schema file ``name`` does not allow, naming key path, value, range."""
         validator = Validator({"$ref": self._uri(name)}, registry=self.registry)
         error = jsonschema.exceptions.best_match(validator.iter_errors(data))
         if error is None:
@@ -181,8 +166,7 @@ class Schemas:
                            f"{describe(self.node(name + '#/' + '/'.join(map(str, schema_path[:-1]))))}", fix)
 
     def check_mapping(self, values: dict[str, Any], ref: str, *, where: str, fix: str) -> dict[str, Any]:
-        """Every key of ``values`` known to the object node at ``ref`` (a node with ``properties`` of its own)
-        or refused with the nearest known key suggested; every value allowed by its property's node."""
+        """``values`` if each key is a property of the object node at ``ref`` and each value allowed by its node."""
         known = self.node(ref).get("properties", {})
         for key, value in values.items():
             if key not in known:
@@ -193,10 +177,6 @@ class Schemas:
         return values
 
 
-def _first_clause(text: str) -> str:
-    return text.split(";")[0].split(". ")[0].rstrip(".")
-
-
 @functools.cache
 def _load(path: str) -> dict[str, Any]:
     with open(path) as fh:
@@ -204,7 +184,79 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def check_memory(mem_mb: int, limit_gib: float, *, where: str, fix: str) -> None:
-    """Refuse a run whose estimated memory (MB, as replicate.resources estimates) is above the limit."""
+    """Refuse a run whose estimated memory (MB) is above the limit."""
     if mem_mb > limit_gib * 1024:
         raise SettingError(f"{where}: estimated memory {mem_mb / 1024:.1f} GiB (replicate/resources.py) is over "
                            f"max_job_memory_gib = {limit_gib} GiB", fix)
+
+
+# ---- a target path that no rule writes: the rule whose output pattern it resembles, and the part that does not fit
+
+WILDCARD = re.compile(r"\{(\w+)(?:,((?:[^{}]|\{[^{}]*\})*))?\}")
+WORDS = re.compile(r"[\w.]+(\|[\w.]+)+")  # a constraint that lists its values: ptb|wikitext2
+
+
+def plain(pattern: str) -> str:
+    """The pattern as a user reads it: ``{name}`` without the constraint."""
+    return WILDCARD.sub(lambda m: "{" + m.group(1) + "}", pattern)
+
+
+def wildcard_values(target: str, pattern: str) -> dict[str, tuple[str, str]] | None:
+    """{name: (value, constraint)} when ``target`` has the pattern's fixed parts, whatever its values; else None."""
+    regex, constraints, pos = "", {}, 0
+    for match in WILDCARD.finditer(pattern):
+        name = match.group(1)
+        regex += re.escape(pattern[pos:match.start()])
+        regex += f"(?P={name})" if name in constraints else f"(?P<{name}>[^/]*?)"
+        constraints.setdefault(name, match.group(2) or ".+")
+        pos = match.end()
+    found = re.fullmatch(regex + re.escape(pattern[pos:]), target)
+    if found is None:
+        return None
+    return {name: (found.group(name), constraint) for name, constraint in constraints.items()}
+
+
+def allowed(constraint: str, value: str) -> str:
+    """What a constraint allows, in words (with the nearest listed value)."""
+    if constraint == r"\d+":
+        return "digits only, e.g. 1"
+    if WORDS.fullmatch(constraint):
+        return "one of " + ", ".join(constraint.split("|")) + nearest(value, constraint.split("|"))
+    return f"it must match {constraint}"
+
+
+def _faults(values: dict[str, tuple[str, str]]) -> list[tuple[str, str, str]]:
+    return [(name, value, constraint) for name, (value, constraint) in values.items()
+            if not re.fullmatch(constraint, value)]
+
+
+def explain(target: str, outputs: Iterable[tuple[str, str]],
+            checkers: dict[str, Callable[[str], object]] | None = None) -> SettingError:
+    """The error for ``target``, which none of ``outputs`` ((rule, pattern) pairs) produces. ``checkers``:
+    a function per wildcard name whose own SettingError says more than the constraint (a cell name)."""
+    outputs = list(outputs)
+    candidates = []
+    for rule, pattern in outputs:
+        values = wildcard_values(target, pattern)
+        if values is not None:
+            candidates.append((len(_faults(values)), rule, pattern, values))
+    if not candidates:
+        shapes = {plain(p): r for r, p in outputs}
+        close = difflib.get_close_matches(target, list(shapes), n=1, cutoff=0.5)
+        hint = f"; the closest path a rule writes is {close[0]} (rule {shapes[close[0]]})" if close else ""
+        return SettingError(f"no rule writes {target}{hint}",
+                            "ask for a path of results/ that a rule writes (docs/reproducibility.md#outputs)")
+    _, rule, pattern, values = min(candidates, key=lambda c: c[0])
+    where = f"{target} (rule {rule} writes {plain(pattern)})"
+    for name, value, constraint in _faults(values):
+        if not value:
+            return SettingError(f"{where}: {name} is empty", f"write a {name} between its separators")
+        if name in (checkers or {}):
+            try:
+                checkers[name](value)
+            except SettingError as exc:
+                return SettingError(f"{where}: {exc.cause}", exc.fix)
+        return SettingError(f"{where}: {name}={value!r} is not allowed: {allowed(constraint, value)}",
+                            f"change the {name} part of the path")
+    return SettingError(f"no rule writes {target}, though it has the shape of {plain(pattern)} (rule {rule})",
+                        "ask for the path as the rule writes it")

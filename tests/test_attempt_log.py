@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from replicate import io as rio
-from replicate.cli_common import ATTEMPT_LOG, training_attempt
+from replicate.cli import ATTEMPT_LOG, training_attempt
 from support.workflow import train_command
 
 
@@ -70,7 +70,7 @@ def test_drop_checkpoint_deletes_it_only_when_the_run_finished(tmp_path):
 
 
 def test_train_writes_the_attempt_log_and_drops_the_checkpoint(tmp_path, monkeypatch):
-    from replicate.train_cli import main
+    from replicate.cli import train as main
 
     g = torch.Generator().manual_seed(0)
     stream = torch.randint(0, 30, (3000,), generator=g)

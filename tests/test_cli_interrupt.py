@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 import types
 
-from replicate import cli, cli_common
+from replicate import cli
 
 
 def test_interrupt_prints_one_line_with_the_last_log_line(monkeypatch, capsys):
     def main(argv):
-        cli_common.log("[small/seed1] epoch 2/13 batch 300/1327 loss 5 ppl 150 lr 1 1700 tok/s ETA 1h (training only)")
+        cli.log("[small/seed1] epoch 2/13 batch 300/1327 loss 5 ppl 150 lr 1 1700 tok/s ETA 1h (training only)")
         raise KeyboardInterrupt
 
     monkeypatch.setitem(sys.modules, "fake_train_cli", types.SimpleNamespace(main=main))
@@ -23,5 +23,5 @@ def test_interrupt_prints_one_line_with_the_last_log_line(monkeypatch, capsys):
 
 
 def test_interrupt_before_any_log_line_says_so(monkeypatch):
-    monkeypatch.setattr(cli_common, "_last_logged", [""])
+    monkeypatch.setattr(cli, "_last_logged", [""])
     assert "stopped at: before its first log line" in cli.interrupted_line(["data", "prepare"])

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from support.workflow import REPO_ROOT, data_dir
-from replicate import costs, resources
+from replicate import console, resources
 from replicate.lstm.config import resolve
 
 PLAN = """
@@ -29,12 +29,12 @@ rule all:
 
 
 def test_plan_is_added_up_per_experiment_and_unestimated_jobs_are_named():
-    parsed = costs.parse_plan(PLAN)
+    parsed = resources.parse_plan(PLAN)
     assert (parsed["press_wolf"].jobs, parsed["press_wolf"].minutes) == (3, 260)
     assert dict(parsed["press_wolf"].unestimated) == {"press_wolf_table": 1}
     assert dict(parsed["inan"].unestimated) == {"inan_subspace_point": 1} and parsed["inan"].minutes == 0
-    assert parsed[costs.OTHER].jobs == 1, "`all` is no job; data_summary is"
-    text = costs.table(parsed)
+    assert parsed[resources.OTHER].jobs == 1, "`all` is no job; data_summary is"
+    text = resources.table(parsed)
     assert "| press_wolf | 3 | 4.3 | 0.1 | press_wolf_table x1 |" in text
     assert text.endswith("| total | 5 | 4.3 | 0.1 |  |")
 
@@ -43,8 +43,8 @@ def test_gpu_hours_come_from_the_stated_rate_and_say_they_are_an_estimate():
     """The paper preset's 9,570 one-thread hours are ~130 GPU hours at the stated 2 TFLOP/s (74x one thread)."""
     assert resources.gpu_hours(9570) == pytest.approx(9570 * 27e9 / 2e12, rel=0.01)
     assert "estimated, not measured" in resources.GPU_ESTIMATE and "2 TFLOP/s" in resources.GPU_ESTIMATE
-    assert "GPU hours (estimate, not measured)" in costs.table(costs.parse_plan(PLAN)).splitlines()[0]
-    assert f"GPU hours: {resources.GPU_ESTIMATE}" in costs.docs_block([costs.parse_plan(PLAN)] * 2)
+    assert "GPU hours (estimate, not measured)" in resources.table(resources.parse_plan(PLAN)).splitlines()[0]
+    assert f"GPU hours: {resources.GPU_ESTIMATE}" in resources.docs_block([resources.parse_plan(PLAN)] * 2)
 
 
 def test_expected_time_comes_from_the_measured_throughput():
@@ -56,7 +56,7 @@ def test_expected_time_comes_from_the_measured_throughput():
 
 
 def _generated_block(page: str) -> str:
-    return page.split(costs.BLOCK_BEGIN)[1].split(costs.BLOCK_END)[0].strip()
+    return page.split(resources.BLOCK_BEGIN)[1].split(resources.BLOCK_END)[0].strip()
 
 
 @pytest.mark.slow
@@ -66,46 +66,46 @@ def test_docs_cost_table_is_what_the_command_plans(workflow_dir, monkeypatch):
     monkeypatch.chdir(workflow_dir)
     monkeypatch.setenv("REPLICATE_DATA_DIR", str(data_dir()))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
-    plans = [costs.parse_plan(costs.plan(args)) for _, args in costs.DOCS_PLANS]
+    plans = [resources.parse_plan(resources.plan(args)) for _, args in resources.DOCS_PLANS]
     page = (REPO_ROOT / "docs" / "reproducibility.md").read_text(encoding="utf-8")
-    assert _generated_block(page) == costs.docs_block(plans).strip()
+    assert _generated_block(page) == resources.docs_block(plans).strip()
 
 
 def test_write_docs_replaces_only_the_block(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text(f"# Costs\n\nbefore\n{costs.BLOCK_BEGIN}\nold\n{costs.BLOCK_END}\nafter\n", encoding="utf-8")
-    plans = [costs.parse_plan(PLAN), costs.parse_plan(PLAN.replace("=129", "=6000"))]
-    costs.write_docs(plans, page=str(page))
+    page.write_text(f"# Costs\n\nbefore\n{resources.BLOCK_BEGIN}\nold\n{resources.BLOCK_END}\nafter\n", encoding="utf-8")
+    plans = [resources.parse_plan(PLAN), resources.parse_plan(PLAN.replace("=129", "=6000"))]
+    resources.write_docs(plans, page=str(page))
     text = page.read_text(encoding="utf-8")
-    assert text.startswith("# Costs\n\nbefore\n") and text.endswith(f"{costs.BLOCK_END}\nafter\n")
-    assert _generated_block(text) == costs.docs_block(plans).strip() and "old" not in text
-    assert costs.table(plans[0]) in text
+    assert text.startswith("# Costs\n\nbefore\n") and text.endswith(f"{resources.BLOCK_END}\nafter\n")
+    assert _generated_block(text) == resources.docs_block(plans).strip() and "old" not in text
+    assert resources.table(plans[0]) in text
     assert ("The paper preset (`python -m replicate costs all --configfile config/paper.yaml`): 5 jobs, 102.2 "
             "estimated one-thread hours, 1.4 GPU hours (estimate, not measured).") in text
 
 
 def test_headline_adds_up_the_jobs_and_names_the_longest():
     jobs = [("press_wolf_train", 120), ("inan_train", 600), ("press_wolf_table", None), ("all", None), ("inan", None)]
-    line = costs.headline(jobs, cores=2)
+    line = console.headline(jobs, cores=2)
     assert line.startswith("Estimated cost: 12.0 one-thread CPU hours in 3 jobs (1 of them cheap")
     assert "on 2 core(s) at least 10.0 h of wall clock; longest job: inan_train, 10.0 one-thread h" in line
     assert resources.MEASURED_ON in line
-    assert "6.0 h of wall clock" in costs.headline([("press_wolf_train", 360)] * 2, cores=2)
-    assert "wall clock as the cluster runs the jobs" in costs.headline([("inan_train", 60)], cores=None)
-    assert costs.headline([("data_summary", None)], cores=8) == ("Estimated cost: 1 cheap jobs (tables, figures, "
+    assert "6.0 h of wall clock" in console.headline([("press_wolf_train", 360)] * 2, cores=2)
+    assert "wall clock as the cluster runs the jobs" in console.headline([("inan_train", 60)], cores=None)
+    assert console.headline([("data_summary", None)], cores=8) == ("Estimated cost: 1 cheap jobs (tables, figures, "
                                                                  "data steps), no training.")
 
 
 @pytest.mark.parametrize("notice, noted", [(3, True), (30, False), (0, False)])
 def test_announce_says_how_to_look_first_above_the_notice(notice, noted):
     lines = []
-    costs.announce([("inan_train", 600)], 2, notice, lines.append)
+    console.announce([("inan_train", 600)], 2, notice, lines.append)
     assert lines[0].startswith("Estimated cost: 10.0")
     assert (len(lines) == 2 and "snakemake -n TARGETS" in lines[1]) is noted
 
 
 def test_dry_run_of_an_experiment_target_ends_with_its_cost(workflow_dir):
-    """`snakemake -n inan` plans the experiment alone and prints what running it costs."""
+    """`snakemake -n inan` plans the experiment alone and prints what running it resources."""
     from support.workflow import run_snakemake
 
     out = run_snakemake(["-n", "inan"], cwd=workflow_dir).stdout

@@ -215,7 +215,7 @@ def _only_verified_files(src, out):
     """Nothing in ``out`` but files of ``src`` with the right sha256 (no temporary or partial file)."""
     for p in out.iterdir():
         assert p.name in src.sha256, f"unexpected file left behind: {p.name}"
-        assert data.sha256_of(p) == src.sha256[p.name], f"unverified file left at {p}"
+        assert rio.file_sha256(p) == src.sha256[p.name], f"unverified file left at {p}"
 
 
 def test_no_network_names_files_and_local_option(tmp_path, monkeypatch):

@@ -94,7 +94,7 @@ def test_checkpoint_of_other_settings_is_refused(tiny_corpus, tmp_path):
     subprocess.run(cmd, cwd=tmp_path, check=True, env=_env(), capture_output=True, timeout=300)
     cmd, out = _command(tiny_corpus, tmp_path, epochs=1, hidden_size=12)
     proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2  # the finished run is not overwritten by other settings (run_checks)
+    assert proc.returncode == 2  # the finished run is not overwritten by other settings (experiments)
     assert "holds a finished run whose settings differ" in proc.stderr and "hidden_size: 16 -> 12" in proc.stderr
     (out / "metrics.json").unlink()  # as Snakemake does before a rerun: then the checkpoint is refused
     proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
@@ -145,7 +145,7 @@ def test_sigterm_mid_epoch_checkpoints_that_batch_and_the_rerun_is_bit_identical
     """A real SIGTERM to `python -m replicate train` in epoch 2 (checkpoint_minutes 10: no checkpoint of its own
     before the epoch ends): the job checkpoints the batch in progress, exits 143, and the same command resumes from
     that batch and ends with the perplexities and weights of an uninterrupted run, bit for bit."""
-    from replicate.train_cli import main
+    from replicate.cli import train as main
 
     ref_cmd, ref_dir = _command(tiny_corpus, tmp_path / "ref", **STOP)
     cmd, run_dir = _command(tiny_corpus, tmp_path / "stopped", **STOP)

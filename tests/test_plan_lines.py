@@ -1,4 +1,4 @@
-"""The console plan in short lines (replicate/plan_lines.py): specs as hashes, file lists as counts."""
+"""The console plan in short lines (replicate/console.py): specs as hashes, file lists as counts."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 import pytest
 
 from support.workflow import REPO_ROOT, run_snakemake
-from replicate import plan_lines
+from replicate import console
 
 SPEC = {"name": "small_wt/seed1", "settings": {"size": "small", "tying": "tied", "note": "it's the paper's"}}
 
@@ -26,8 +26,8 @@ def _command(spec: dict) -> str:
 
 
 def test_spec_becomes_a_hash_that_follows_every_setting():
-    short = plan_lines.shorten_command(_command(SPEC))
-    changed = plan_lines.shorten_command(_command({**SPEC, "settings": {**SPEC["settings"], "tying": "untied"}}))
+    short = console.shorten_command(_command(SPEC))
+    changed = console.shorten_command(_command({**SPEC, "settings": {**SPEC["settings"], "tying": "untied"}}))
     assert "--spec <spec sha256 " in short and "small_wt" not in short
     assert short.endswith("--out-dir results/x > results/x.log")
     assert short != changed, "the printed stand-in must change when the spec does"
@@ -35,16 +35,16 @@ def test_spec_becomes_a_hash_that_follows_every_setting():
 
 def test_short_quoted_words_and_single_paths_stay():
     cmd = "python -m replicate press-wolf table --name 'table6' --paper paper/reference/x.csv --out results/t.csv"
-    assert plan_lines.shorten_command(cmd) == cmd
+    assert console.shorten_command(cmd) == cmd
 
 
 def test_file_runs_and_lists_are_counted():
     files = [f"results/runs/seed{i}/summary.json" for i in range(10)]
-    assert plan_lines.shorten_files(files) == [*files[:3], "... 7 more (10 files)"]
-    assert plan_lines.shorten_files(files[:4]) == files[:4]
-    cmd = plan_lines.shorten_command("python -m replicate scale table " + " ".join(files) + " > results/log")
+    assert console.shorten_files(files) == [*files[:3], "... 7 more (10 files)"]
+    assert console.shorten_files(files[:4]) == files[:4]
+    cmd = console.shorten_command("python -m replicate scale table " + " ".join(files) + " > results/log")
     assert "... 7 more (10 files) > results/log" in cmd
-    reason = plan_lines.shorten_reason("Missing output files: results/a.csv; Input files updated by another job: "
+    reason = console.shorten_reason("Missing output files: results/a.csv; Input files updated by another job: "
                                        + ", ".join(files))
     assert reason == ("Missing output files: results/a.csv; Input files updated by another job: "
                       + ", ".join(files[:3]) + ", ... 7 more (10 files)")
@@ -52,31 +52,31 @@ def test_file_runs_and_lists_are_counted():
 
 def test_a_command_with_many_options_continues_over_lines():
     cmd = "python -m replicate x " + " ".join(f"--opt{i} results/long/path/number/{i}.csv" for i in range(20))
-    lines = plan_lines.shorten_command(cmd).split("\n")
+    lines = console.shorten_command(cmd).split("\n")
     assert len(lines) == 21 and all(line.endswith(" \\") for line in lines[:-1])
-    assert max(map(len, lines)) <= plan_lines.MAX_LINE
+    assert max(map(len, lines)) <= console.MAX_LINE
 
 
 def test_filter_rewrites_job_records_and_is_installed_once(monkeypatch):
-    monkeypatch.delenv(plan_lines.ENV_FULL_PLAN, raising=False)
+    monkeypatch.delenv(console.ENV_FULL_PLAN, raising=False)
     logger = logging.getLogger("test_plan_lines")
-    assert plan_lines.install(logger) and plan_lines.install(logger)
-    assert sum(isinstance(f, plan_lines.ShortPlanFilter) for f in logger.filters) == 1
-    assert sum(isinstance(f, plan_lines.PlanCostFilter) for f in logger.filters) == 1
+    assert console.install(logger) and console.install(logger)
+    assert sum(isinstance(f, console.ShortPlanFilter) for f in logger.filters) == 1
+    assert sum(isinstance(f, console.PlanCostFilter) for f in logger.filters) == 1
     record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
     record.event, record.input, record.reason = "job_info", [f"results/f{i}" for i in range(9)], "Forced execution"
-    short = next(f for f in logger.filters if isinstance(f, plan_lines.ShortPlanFilter))
+    short = next(f for f in logger.filters if isinstance(f, console.ShortPlanFilter))
     assert short.filter(record) and record.input[-1] == "... 6 more (9 files)"
-    monkeypatch.setenv(plan_lines.ENV_FULL_PLAN, "1")
+    monkeypatch.setenv(console.ENV_FULL_PLAN, "1")
     full = logging.getLogger("test_plan_lines_full")
-    assert not plan_lines.install(full)
-    assert [type(f) for f in full.filters] == [plan_lines.PlanCostFilter], "the cost line does not depend on it"
+    assert not console.install(full)
+    assert [type(f) for f in full.filters] == [console.PlanCostFilter], "the cost line does not depend on it"
 
 
 def test_a_command_with_a_shortened_spec_says_how_to_rerun_its_job():
     """A shortened spec cannot be pasted; the printed command is followed by the snakemake line that reruns the
     job (its first output, forced); a command with nothing shortened is left as it is."""
-    short = plan_lines.ShortPlanFilter()
+    short = console.ShortPlanFilter()
     job = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
     job.event, job.output = "job_info", ["results/tables/inan_figure1.csv", "results/tables/inan_figure1_runs.csv"]
     assert short.filter(job)
@@ -91,20 +91,20 @@ def test_a_command_with_a_shortened_spec_says_how_to_rerun_its_job():
 
 
 def test_cost_filter_puts_the_plan_cost_above_the_dry_run_line():
-    cost = plan_lines.PlanCostFilter(cores=2)
+    cost = console.PlanCostFilter(cores=2)
     for rule, minutes in (("press_wolf_train", 120), ("inan_train", 240), ("report", None)):
         record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
         record.event, record.rule_name, record.resources = "job_info", rule, {"one_thread_min": minutes}
         cost.filter(record)
-    last = logging.LogRecord("x", logging.INFO, "", 0, f"{plan_lines.DRY_RUN} (flag -n).", None, None)
+    last = logging.LogRecord("x", logging.INFO, "", 0, f"{console.DRY_RUN} (flag -n).", None, None)
     assert cost.filter(last)
     head, tail = last.msg.rsplit("\n", 1)
-    assert head.startswith("Estimated cost: 6.0 one-thread CPU hours in 3 jobs") and tail.startswith(plan_lines.DRY_RUN)
+    assert head.startswith("Estimated cost: 6.0 one-thread CPU hours in 3 jobs") and tail.startswith(console.DRY_RUN)
 
 
 def test_default_plan_has_no_line_over_400_characters(workflow_dir):
     """`snakemake -n all` of the default preset prints no line over 400 characters."""
-    proc = run_snakemake(["-n", "all"], cwd=workflow_dir, env={plan_lines.ENV_FULL_PLAN: ""})
+    proc = run_snakemake(["-n", "all"], cwd=workflow_dir, env={console.ENV_FULL_PLAN: ""})
     lines = (proc.stdout + proc.stderr).splitlines()
     assert any("--spec <spec sha256" in line for line in lines), "the plan should print the commands"
     longest = max(lines, key=len)
@@ -129,7 +129,7 @@ def _job_error(**fields):
 
 
 def test_after_ctrl_c_a_stopped_job_is_one_line_that_says_how_to_resume():
-    filt = plan_lines.ShortPlanFilter()
+    filt = console.ShortPlanFilter()
     failed = _job_error()
     assert filt.filter(failed) and failed.event == "job_error", "a failure before any interrupt keeps its block"
     assert "<spec sha256 " in failed.shellcmd
@@ -148,7 +148,7 @@ def test_after_ctrl_c_a_stopped_job_is_one_line_that_says_how_to_resume():
 
 
 def test_a_job_that_sigterm_stopped_is_one_line_and_other_failures_keep_their_blocks():
-    filt = plan_lines.ShortPlanFilter()
+    filt = console.ShortPlanFilter()
     other = _error("RuleException", "RuleException:\nCommand 'x' returned non-zero exit status 2.")
     assert filt.filter(other)
     failed = _job_error()
@@ -165,8 +165,8 @@ def test_ctrl_c_prints_one_line_per_running_job(tmp_path):
     """A real Snakemake run of two sleeping jobs (no training), Ctrl-C to its process group once both run."""
     (tmp_path / "Snakefile").write_text(textwrap.dedent('''\
         from snakemake.logging import logger
-        from replicate import plan_lines
-        plan_lines.install(logger, 2)
+        from replicate import console
+        console.install(logger, 2)
 
         rule all:
             input: "out1", "out2"
@@ -202,7 +202,7 @@ def test_ctrl_c_prints_one_line_per_running_job(tmp_path):
 def test_a_failed_command_in_a_plain_message_prints_its_spec_short():
     for event in (None, "error"):  # a plain line, Snakemake's print_exception
         record = _record(event, msg=f"Command 'set -euo pipefail; {_command(SPEC)}' returned non-zero exit status 1.")
-        plan_lines.ShortPlanFilter().filter(record)
+        console.ShortPlanFilter().filter(record)
         assert "<spec sha256 " in record.msg and "small_wt" not in record.msg, event
 
 
@@ -213,17 +213,17 @@ def test_a_job_whose_run_folder_holds_a_checkpoint_says_where_it_resumes(tmp_pat
 
     from replicate.lstm.train import CHECKPOINT
 
-    assert plan_lines.CHECKPOINT == CHECKPOINT
+    assert console.CHECKPOINT == CHECKPOINT
     run = tmp_path / "press_wolf" / "small" / "seed1"
     run.mkdir(parents=True)
     outputs = [str(run / "metrics.json"), str(run / "history.csv")]
-    assert plan_lines.resume_note(outputs) == ""
+    assert console.resume_note(outputs) == ""
     torch.save({"epoch": 1, "batch": 106, "fingerprint": {"train": {"epochs": 13}}}, run / CHECKPOINT)
     record = logging.LogRecord("x", logging.INFO, "", 0, "job", None, None)
     record.event, record.output, record.reason = "job_info", outputs, "Missing output files: " + outputs[0]
-    assert plan_lines.ShortPlanFilter().filter(record)
+    assert console.ShortPlanFilter().filter(record)
     assert record.reason.endswith(f"; resumes from {run / CHECKPOINT} at epoch 2, batch 106")
     torch.save({"epoch": 13, "batch": 0, "fingerprint": {"train": {"epochs": 13}}}, run / CHECKPOINT)
-    assert plan_lines.resume_note(outputs) == f"; {run / CHECKPOINT} holds all 13 epochs: the job only evaluates"
+    assert console.resume_note(outputs) == f"; {run / CHECKPOINT} holds all 13 epochs: the job only evaluates"
     (run / CHECKPOINT).write_bytes(b"garbled")
-    assert "is unreadable" in plan_lines.resume_note(outputs)
+    assert "is unreadable" in console.resume_note(outputs)

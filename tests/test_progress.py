@@ -1,4 +1,4 @@
-"""Console progress lines read from the training jobs' logs (replicate/progress.py)."""
+"""Console progress lines read from the training jobs' logs (replicate/console.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from replicate import progress
+from replicate import console
 from replicate.errors import ReplicateError
 
 # the Trainer's two line forms (replicate/lstm/train.py, _progress and the end of an epoch)
@@ -17,7 +17,7 @@ EPOCH = "[small_wt/seed1] epoch 2/13 lr 1 train ppl 150.10 valid ppl 140.21 (600
 
 
 def test_a_job_line_says_position_speed_eta_and_last_valid_ppl():
-    job = progress.JobProgress()
+    job = console.JobProgress()
     assert job.read(EPOCH) and job.read(BATCH) and not job.read("[small_wt/seed1] 2,653,200 parameters")
     assert job.line("press_wolf/small_wt/seed1") == ("progress press_wolf/small_wt/seed1: epoch 3/13, batch 400/1327, "
                                                      "1,650 tok/s, ETA 1h20m, last valid ppl 140.21")
@@ -35,7 +35,7 @@ def test_watcher_prints_one_line_per_moving_log_and_nothing_for_idle_or_old_ones
     _write(old, BATCH)
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     emitted = []
-    watcher = progress.ProgressWatcher(logs, emitted.append, interval=60)
+    watcher = console.ProgressWatcher(logs, emitted.append, interval=60)
     a, b = logs / "press_wolf" / "small" / "seed1.log", logs / "press_wolf" / "small_wt.log"
     _write(a, EPOCH, BATCH, BATCH)
     _write(b, "setting up")
@@ -52,18 +52,18 @@ def test_watcher_prints_one_line_per_moving_log_and_nothing_for_idle_or_old_ones
 def test_half_written_line_waits(tmp_path):
     log = tmp_path / "job.log"
     log.write_text(BATCH[:40])
-    follower = progress.LogFollower(log)
+    follower = console.LogFollower(log)
     assert not follower.poll()
     _write(log, BATCH[40:])
     assert follower.poll() and follower.progress.batch == "400/1327"
 
 
 def test_interval_from_the_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(progress.ENV_INTERVAL, "0")
-    assert progress.start(tmp_path, print) is None
-    monkeypatch.setenv(progress.ENV_INTERVAL, "soon")
+    monkeypatch.setenv(console.ENV_INTERVAL, "0")
+    assert console.start(tmp_path, print) is None
+    monkeypatch.setenv(console.ENV_INTERVAL, "soon")
     with pytest.raises(ReplicateError, match="REPLICATE_PROGRESS_SECONDS"):
-        progress.interval_from_env()
+        console.interval_from_env()
 
 
 DONE = "[small_wt/seed1] done: train 60.00 (clean 58.00) valid 130.00 test 125.00"
@@ -74,7 +74,7 @@ def test_a_job_that_ended_is_not_listed_and_a_new_run_in_its_log_is(tmp_path):
     ("ETA 0h00m00s") is not printed as if it still ran."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    watcher = progress.ProgressWatcher(logs, lambda line: None, interval=60)
+    watcher = console.ProgressWatcher(logs, lambda line: None, interval=60)
     log = logs / "small_wt.log"
     _write(log, BATCH.replace("400/1327", "1327/1327").replace("3/13", "13/13").replace("1h20m", "0h00m00s"), DONE)
     assert watcher.check() == []
@@ -90,10 +90,10 @@ def test_the_run_line_adds_up_the_planned_jobs_done_and_running(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     out = tmp_path / "a.json"
-    plan = [progress.PlannedJob(logs / "a.log", 60, (out,)),
-            progress.PlannedJob(logs / "b.log", 120, (tmp_path / "b",)),
-            progress.PlannedJob(logs / "c.log", 240, (tmp_path / "c",))]
-    watcher = progress.ProgressWatcher(logs, lambda line: None, interval=60, plan=plan, cores=2)
+    plan = [console.PlannedJob(logs / "a.log", 60, (out,)),
+            console.PlannedJob(logs / "b.log", 120, (tmp_path / "b",)),
+            console.PlannedJob(logs / "c.log", 240, (tmp_path / "c",))]
+    watcher = console.ProgressWatcher(logs, lambda line: None, interval=60, plan=plan, cores=2)
     _write(logs / "a.log", BATCH)
     out.write_text("{}")
     _write(logs / "b.log", "[b] epoch 2/4 batch 50/100 loss 5 ppl 150 lr 1 1650 tok/s ETA 1h00m00s (training only)")
@@ -107,5 +107,5 @@ def test_the_run_line_adds_up_the_planned_jobs_done_and_running(tmp_path):
 def test_planned_takes_the_jobs_with_an_estimate():
     job = SimpleNamespace(log=["logs/x.log"], output=["results/x.json"], resources={"one_thread_min": 90})
     cheap = SimpleNamespace(log=[], output=["t.csv"], resources={})
-    assert progress.planned([job, cheap]) == [progress.PlannedJob(progress.Path("logs/x.log"), 90.0,
-                                                                  (progress.Path("results/x.json"),))]
+    assert console.planned([job, cheap]) == [console.PlannedJob(console.Path("logs/x.log"), 90.0,
+                                                                  (console.Path("results/x.json"),))]

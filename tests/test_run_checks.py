@@ -1,4 +1,4 @@
-"""The run declarations' shared checks (replicate/run_checks.py) and `python -m replicate` naming a full disk
+"""The run declarations' shared checks (replicate/experiments.py) and `python -m replicate` naming a full disk
 without a traceback (a bad run typed by hand: tests/test_experiments.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import errno
 import pytest
 
 from replicate import cli
-from replicate.run_checks import check_engine_settings
+from replicate.experiments import check_engine_settings
 from replicate.validate import SettingError
 
 

@@ -1,11 +1,11 @@
-"""A requested path that no rule writes (replicate/targets.py): the closest rule and the part that does not fit."""
+"""A requested path that no rule writes (replicate/validate.py): the closest rule and the part that does not fit."""
 
 from __future__ import annotations
 
 import pytest
 
 from replicate.press_wolf.cells import parse_cell
-from replicate.targets import explain, plain
+from replicate.validate import explain, plain
 
 OUTPUTS = [
     ("press_wolf_train", r"results/press_wolf/{cell,[a-z_]+(@[a-z_]+=[^/@]+)*}/seed{seed,\d+}/metrics.json"),

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
+from replicate.cli import add_job_args, load_spec, write_csv_with_provenance
 from replicate.inan.readings import points
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from replicate import paths
-from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config
+from replicate.experiments import SCHEMAS, Kind, Run, canonical, check_engine_settings, memory_limit_gib, run_config
 from replicate.inan.readings import fmt, points, reading_names, reading_seeds, reading_settings
 from replicate.inan.screen import check_runs as check_screen_runs
 from replicate.inan.train import VARIANTS, run_settings
 from replicate.resources import AUGMENTED_LOSS_SLOWDOWN
-from replicate.run_checks import SCHEMAS, check_engine_settings
 from replicate.validate import SettingError, nearest
 
 _ROW = {"dataset": "ptb|wikitext2", "size": "small|medium|large"}

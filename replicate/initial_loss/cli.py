@@ -19,7 +19,7 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.cli_common import add_job_args, load_spec, log
+from replicate.cli import add_job_args, load_spec, log
 from replicate.errors import ReplicateError
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from replicate import resources
-from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config
-from replicate.run_checks import SCHEMAS
+from replicate.experiments import SCHEMAS, Kind, Run, canonical, memory_limit_gib, run_config
 from replicate.validate import SettingError
 
 SWEEP = Kind("initial_loss_sweep", "initial_loss", "runs/d{width}", {"width": r"\d+"}, code=("initial_loss.sweep",),
@@ -57,7 +56,7 @@ def check_width(width: Any, head_dim: int, where: str) -> int:
 def train(run: Run, corpus, results: Path, log, threads: int, device: str, allow_tf32: bool) -> None:
     """One width: every seed, trunk and head -> the tidy CSV and its provenance sidecar."""
     from replicate import devices, provenance
-    from replicate.cli_common import write_csv_with_provenance
+    from replicate.cli import write_csv_with_provenance
     from replicate.initial_loss.sweep import run_width
 
     started, width, out = provenance.now(), int(run.run_id.removeprefix("runs/d")), f"{results / run.folder}.csv"

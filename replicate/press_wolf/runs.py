@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replicate.experiments import Kind, Run, memory_limit_gib, run_config, seed_of
+from replicate.experiments import Kind, Run, check_engine_settings, memory_limit_gib, run_config, seed_of
 from replicate.press_wolf.cells import cell_settings, check_cell_lists
-from replicate.run_checks import check_engine_settings
 from replicate.validate import SettingError
 
 KINDS = [Kind("press_wolf_train", "press_wolf", "{cell}/seed{seed}", {"cell": r"[a-z_]+(@[a-z_]+=[^/@]+)*",

@@ -14,7 +14,7 @@ from pathlib import Path
 from replicate import io as rio
 from replicate import paths
 from replicate import provenance
-from replicate.cli_common import add_job_args, load_spec, write_csv_with_provenance
+from replicate.cli import add_job_args, load_spec, write_csv_with_provenance
 from replicate.errors import ReplicateError
 
 

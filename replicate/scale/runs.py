@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from replicate import resources
-from replicate.experiments import Kind, Run, canonical, memory_limit_gib, run_config, seed_of
-from replicate.run_checks import SCHEMAS, check_engine_settings
+from replicate.experiments import (SCHEMAS, Kind, Run, canonical, check_engine_settings, memory_limit_gib, run_config,
+                                   seed_of)
 from replicate.scale.study import (analysis_constraints, analysis_points, dropout_name, lr_name, lstm_grid,
                                    run_settings, train_spec, train_tokens_for, transformer_runs,
                                    transformer_spec)

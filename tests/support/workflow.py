@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pooch
 
-from replicate import data, plan_lines
+from replicate import console, data
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -52,7 +52,7 @@ def run_snakemake(args: list[str], cwd: Path, timeout: float = 900, env: dict | 
         full_env[data.ENV_LOCAL_DIR] = str(data_dir())
     full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
     # tests read the printed commands whole; tests/test_plan_lines.py checks the short plan
-    full_env[plan_lines.ENV_FULL_PLAN] = "1"
+    full_env[console.ENV_FULL_PLAN] = "1"
     if env:
         full_env.update(env)
     proc = subprocess.run([SNAKEMAKE, *args], cwd=cwd, env=full_env, capture_output=True, text=True,

@@ -9,11 +9,10 @@ import sys
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger as _snakemake_logger
 
-from replicate import costs, data, experiments, paths, plan_lines, progress
+from replicate import console, data, experiments, paths
 from replicate.experiments import spec_json
 from replicate.provenance import code_version
-from replicate.run_checks import refuse_to_overwrite
-from replicate.targets import explain as explain_target
+from replicate.validate import explain as explain_target
 from replicate.validate import SettingError, nearest, parse_text
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
@@ -21,7 +20,7 @@ from replicate.validate import SettingError, nearest, parse_text
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 # The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
-# rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/plan_lines.py).
+# rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/console.py).
 def given_cores():
     """The --cores of the command, or None for a command that takes none (--unlock, --cleanup-metadata)."""
     try:
@@ -30,7 +29,7 @@ def given_cores():
         return None
 
 
-plan_lines.install(_snakemake_logger, given_cores())
+console.install(_snakemake_logger, given_cores())
 
 # The results folder of this config: results/ unless the preset names another (the smoke preset writes
 # to results_smoke/, so that it never meets a real run's files, metadata or report).
@@ -43,13 +42,13 @@ def R(*rel):
 
 
 onstart:
-    # What the run costs, before its first job (replicate/costs.py), then one progress line per running
+    # What the run costs, before its first job, then one progress line per running
     # training job, read from the jobs' logs, and one for the whole run (at most one each per
-    # REPLICATE_PROGRESS_SECONDS, default 60; 0 turns it off; replicate/progress.py).
+    # REPLICATE_PROGRESS_SECONDS, default 60; 0 turns it off; replicate/console.py).
     jobs = list(workflow.dag.needrun_jobs())
-    costs.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in jobs],
+    console.announce([(job.rule.name, job.resources.get("one_thread_min")) for job in jobs],
                    given_cores(), config["cost_notice_hours"], _snakemake_logger.info)
-    progress.start(R("logs"), _snakemake_logger.info, progress.planned(jobs), given_cores())
+    console.start(R("logs"), _snakemake_logger.info, console.planned(jobs), given_cores())
 
 
 onsuccess:
@@ -133,7 +132,7 @@ def requested_targets():
 
 def check_requested_targets(checkers):
     """Refuse a requested path that no rule writes, naming the part that does not fit the closest rule's
-    pattern (replicate/targets.py), instead of Snakemake's bare "No rule to produce"."""
+    pattern (replicate/validate.py), instead of Snakemake's bare "No rule to produce"."""
     rules = list(workflow.rules)
     names = {r.name for r in rules}
     for target in requested_targets():
