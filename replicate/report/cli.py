@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from replicate.cli_common import load_spec
+from replicate.cli import load_spec
 
 
 def _build(args) -> int:
