@@ -30,34 +30,57 @@ rule inan_screen_soft_target:
         "--threads {threads} --out {output:q} {params.run_dir:q} > {log:q} 2>&1"
 
 
-# The four tables: (rule, command, log and caption name, label, output, inputs, the arguments after --out)
-for _rule, _command, _name, _label, _out, _inputs, _args in (
-    ("inan_screen_table", "screen-table", "screen", "short-scale screen", paths.INAN_SCREEN,
-     {"metrics": INAN_SCREEN_RUNS, "soft": INAN_SCREEN_SOFT}, "--soft-target {input.soft} -- {input.metrics}"),
-    ("inan_table1", "table1", "table1", "Table 1", paths.INAN_TABLE1,
-     {"metrics": INAN_TABLE1_RUNS, "paper": "paper/reference/inan_table1.csv"}, "{input.metrics}"),
-    ("inan_ablation_table", "ablation-table", "ablation", "tau x gamma ablation", paths.INAN_ABLATION,
-     {"metrics": INAN_ABLATION_RUNS}, "{input.metrics}"),
-    ("inan_subspace_readings", "readings-table", "subspace_readings", "section 6.2 readings", paths.INAN_READINGS,
-     {"points": INAN_READING_POINTS, "paper": "paper/reference/inan_figure1.csv"}, "{input.points}"),
-):
+rule inan_screen_table:
+    input:
+        metrics=INAN_SCREEN_RUNS,
+        soft=INAN_SCREEN_SOFT,
+    output:
+        report(R(paths.INAN_SCREEN), caption="../report/inan_screen.rst", category="Inan et al.",
+               labels={"table": "short-scale screen"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan.report"),
+    log:
+        R("logs/inan/screen.log"),
+    shell:
+        "python -m replicate inan screen-table --spec {params.spec:q} --protocol {params.protocol} "
+        "--out {output} --soft-target {input.soft} -- {input.metrics} > {log} 2>&1"
 
-    rule:
-        name:
-            _rule
-        input:
-            **_inputs,
-        output:
-            report(R(_out), caption=f"../report/inan_{_name}.rst", category="Inan et al.", labels={"table": _label}),
-        params:
-            spec=spec_json(run_config("inan")),
-            protocol=config["protocol"],
-            code=code_version("inan.report"),
-        log:
-            R(f"logs/inan/{_name}.log"),
-        shell:
-            f"python -m replicate inan {_command} --spec {{params.spec:q}} --protocol {{params.protocol}} "
-            + ("--paper {input.paper} " if "paper" in _inputs else "") + f"--out {{output}} {_args} > {{log}} 2>&1"
+
+rule inan_table1:
+    input:
+        metrics=INAN_TABLE1_RUNS,
+        paper="paper/reference/inan_table1.csv",
+    output:
+        report(R(paths.INAN_TABLE1), caption="../report/inan_table1.rst", category="Inan et al.",
+               labels={"table": "Table 1"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan.report"),
+    log:
+        R("logs/inan/table1.log"),
+    shell:
+        "python -m replicate inan table1 --spec {params.spec:q} --protocol {params.protocol} "
+        "--paper {input.paper} --out {output} {input.metrics} > {log} 2>&1"
+
+
+rule inan_ablation_table:
+    input:
+        INAN_ABLATION_RUNS,
+    output:
+        report(R(paths.INAN_ABLATION), caption="../report/inan_ablation.rst", category="Inan et al.",
+               labels={"table": "tau x gamma ablation"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan.report"),
+    log:
+        R("logs/inan/ablation.log"),
+    shell:
+        "python -m replicate inan ablation-table --spec {params.spec:q} --protocol {params.protocol} "
+        "--out {output} {input} > {log} 2>&1"
 
 
 rule inan_figure1:
@@ -83,3 +106,22 @@ rule inan_figure1:
         "python -m replicate inan figure1 --spec {params.spec:q} --protocol {params.protocol} "
         "--paper {input.paper} --out {output.table} --out-runs {output.runs} --out-epochs {output.epochs} --figure {params.stem:q} "
         "{input.points} > {log} 2>&1"
+
+
+rule inan_subspace_readings:
+    input:
+        points=INAN_READING_POINTS,
+        paper="paper/reference/inan_figure1.csv",
+    output:
+        report(R(paths.INAN_READINGS), caption="../report/inan_subspace_readings.rst",
+               category="Inan et al.", labels={"table": "section 6.2 readings"}),
+    params:
+        spec=spec_json(run_config("inan")),
+        protocol=config["protocol"],
+        code=code_version("inan.report"),
+    log:
+        R("logs/inan/subspace_readings.log"),
+    shell:
+        "python -m replicate inan readings-table --spec {params.spec:q} --protocol {params.protocol} "
+        "--paper {input.paper} --out {output} {input.points} > {log} 2>&1"
+
