@@ -37,3 +37,13 @@ def test_every_bundle_file_is_owned_by_the_experiment_its_manifest_names():
     manifest = json.loads((BUNDLE / "MANIFEST.json").read_text(encoding="utf-8"))
     recorded = {rel: entry["experiment"] for rel, entry in manifest["files"].items()}
     assert {rel: owner(rel) for rel in recorded} == recorded
+
+
+def test_no_published_source_comes_from_a_tree_with_uncommitted_changes():
+    """Every run and every table the report reads was computed from committed code: no manifest run, metrics file
+    or table provenance in the bundle records a dirty tree (a superseded one leaves with publish --retire)."""
+    manifest = json.loads((BUNDLE / "MANIFEST.json").read_text(encoding="utf-8"))
+    dirty = [run for e in manifest["experiments"].values() for run, r in e["runs"].items() if r.get("dirty")]
+    dirty += [rel for rel in manifest["files"] if rel.endswith(".json") and not rel.startswith("report/")
+              and '"dirty": true' in (BUNDLE / rel).read_text(encoding="utf-8")]
+    assert not dirty, dirty

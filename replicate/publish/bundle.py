@@ -65,7 +65,8 @@ def plan(results: str | Path, bundle: str | Path, experiments: list[str] | None 
     held_back = [r.id for n in limited for r in scans[n].runs if r.kind not in kinds[n]]
     scans |= limited  # what a limited experiment ships: the named kinds' runs and the files built from them
     retired = _retired(bundle, retire, {f for s in scans.values() for f in s.files})
-    held = {} if replace else {n: scan(bundle, n, [f for f in files_under(bundle) if f not in retired]) for n in scans}
+    staying = [] if replace else [f for f in files_under(bundle) if f not in retired]  # listed once, not per experiment
+    held = {} if replace else {n: scan(bundle, n, staying) for n in scans}
     kept = {n: s.without(kinds.get(n, set())) for n, s in held.items()}
     dropped = {f for n in held for f in set(held[n].files) - set(kept[n].files)} | retired
     checks.refuse(scans, kept, results, bundle)
