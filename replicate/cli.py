@@ -1,5 +1,5 @@
 """``python -m replicate <command> ...`` (only the module of the command run is imported), and what the experiments'
-commands share: the ``--spec`` JSON, log lines, a training attempt's log, a CSV written with its provenance."""
+commands share: the config options, log lines, a training attempt's log, a CSV written with its provenance."""
 
 from __future__ import annotations
 
@@ -88,6 +88,22 @@ def _config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE", help="config keys set on top")
 
 
+def add_config_args(parser: argparse.ArgumentParser, files: str = "default config/config.yaml") -> None:
+    """``--configfile F ... --config K=V ...``: the snakemake command's (a rule passes its ``{CONFIG_ARGS}``)."""
+    parser.add_argument("--configfile", nargs="+", default=None, metavar="F",
+                        help=f"config files, later ones win ({files}); every key: config/README.md")
+    _config_args(parser)
+
+
+def load_section(args: argparse.Namespace, section: str) -> dict[str, Any]:
+    """The config of ``args``, read and checked as ``train`` reads it, as ``experiments.section_config``: the rule's
+    ``spec`` param, keys sorted as there (what the job's provenance records)."""
+    from replicate import experiments
+
+    return json.loads(experiments.spec_json(experiments.section_config(
+        experiments.load_config(args.configfile, args.config), section)))
+
+
 def train(argv: list[str]) -> int:
     """Train (or resume) one run an experiment declares into ``<results_dir>/<experiment>/<run_id>``, the config read
     and checked as ``snakemake --configfile F --config K=V`` reads it: the command each training rule runs."""
@@ -97,9 +113,7 @@ def train(argv: list[str]) -> int:
     parser.add_argument("experiment", help=", ".join(experiments.DECLARATIONS))
     parser.add_argument("run_id", help="e.g. small_wt/seed1 (press_wolf), table1/ptb/small_real (inan), "
                                        "runs/ptb/p25_h400_tied_drop0/seed1 (scale), runs/d512 (initial_loss)")
-    parser.add_argument("--configfile", nargs="+", default=None, metavar="F",
-                        help=f"config files, later ones win (default {experiments.DEFAULT_CONFIGFILE})")
-    _config_args(parser)
+    add_config_args(parser)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: the experiment's threads)")
     parser.add_argument("--device", default=None, help="auto | cpu | cuda | cuda:N (default: the config's device)")
     parser.add_argument("--allow-tf32", action="store_true", help="allow TF32 matmuls on CUDA (or config allow_tf32)")
@@ -138,28 +152,6 @@ def check_config(argv: list[str]) -> int:
 
 
 # ---- what the experiments' commands share
-
-def add_job_args(parser: argparse.ArgumentParser, *, threads: bool = True,
-                 spec_help: str = "JSON spec, as the rule builds it") -> argparse.ArgumentParser:
-    """``--spec``; ``threads``: ``--threads``."""
-    parser.add_argument("--spec", required=True,
-                        help=f"{spec_help}. Every job's spec in full: REPLICATE_FULL_PLAN=1 snakemake -n -p TARGET; "
-                             "every key, its type and range: config/README.md (schemas: workflow/schemas/)")
-    if threads:
-        parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    return parser
-
-
-def load_spec(text: str, section: str | None = None) -> dict[str, Any]:
-    """The ``--spec`` JSON; ``section``: a key it must have."""
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReplicateError(f"--spec is not valid JSON ({exc})", "pass the rule's {params.spec:q}") from exc
-    if section is not None and section not in spec:
-        raise ReplicateError(f"--spec lacks the {section} section", "pass run_config(...) from the rule")
-    return spec
-
 
 _last_logged = [""]  # where an interrupted job stopped
 

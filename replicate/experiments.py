@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import yaml
 
-from replicate import resources
+from replicate import paths, resources
 from replicate.errors import ReplicateError
 from replicate.lstm.config import PRESETS, resolve
 from replicate.validate import CONFIG_SECTIONS, SCHEMA_DIR, Schemas, SettingError, check_memory, nearest, parse_text
@@ -212,9 +212,15 @@ def run_config(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"protocol": config["protocol"], "device": config["device"], "allow_tf32": config["allow_tf32"], **extra}
 
 
+def section_config(config: dict[str, Any], section: str) -> dict[str, Any]:
+    """The global keys and one section: what a table or figure job of that experiment depends on."""
+    return run_config(config, **{section: config[section]})
+
+
 # ---- the config, read as `snakemake --configfile F ... --config K=V ...` reads it
 
 DEFAULT_CONFIGFILE = "config/config.yaml"
+PAPER_CONFIGFILE = "config/paper.yaml"  # the papers' full protocol
 
 
 class DuplicateKey(yaml.YAMLError):
@@ -324,3 +330,15 @@ def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) ->
         finally:  # the short message of a refusal, and what JSON Schema lets through: nan, inf
             schemas.check_config(data, f"{name}.schema.yaml", prefix)
     return {experiment: declaration(experiment).runs(config) for experiment in DECLARATIONS}
+
+
+def report_config(config: dict[str, Any]) -> dict[str, Any]:
+    """What the report depends on: the global keys, the ``report`` section, this config's experiment sections, and
+    the same sections in config/paper.yaml (schema defaults filled), whose differences the report lists."""
+    from snakemake.utils import validate
+
+    paper = read_file(PAPER_CONFIGFILE)
+    for section in paths.GROUPS:
+        validate(paper.setdefault(section, {}), str(Path(SCHEMA_DIR, f"{section}.schema.yaml").resolve()))
+    return run_config(config, report=config["report"], sections={k: config[k] for k in paths.GROUPS},
+                      full_protocol={k: paper[k] for k in ("protocol", *paths.GROUPS)})

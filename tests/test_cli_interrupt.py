@@ -15,7 +15,7 @@ def test_interrupt_prints_one_line_with_the_last_log_line(monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "fake_train_cli", types.SimpleNamespace(main=main))
     monkeypatch.setitem(cli.COMMANDS, "fake-train", ("fake_train_cli", "a command that is interrupted"))
-    assert cli.main(["fake-train", "train", "--spec", "{}"]) == 130
+    assert cli.main(["fake-train", "train", "small/seed1"]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "python -m replicate fake-train train stopped at: [small/seed1] epoch 2/13 batch 300/1327" in err

@@ -123,6 +123,21 @@ def test_train_reads_the_config_as_snakemake_does(capsys, tmp_path, monkeypatch)
     assert code == 2 and "over max_job_memory_gib = 0.1 GiB" in err
 
 
+def test_a_table_command_reads_the_config_its_rule_passes(capsys, tmp_path):
+    """`inan ablation-table --configfile F --config K=V` (the rule's `args`) loads and checks the config itself, and
+    its provenance records what the rule's `spec` param holds, keys sorted as there."""
+    metrics = sorted(map(str, (REPO_ROOT / "paper/measured/inan/ablation/ptb").glob("*/metrics.json")))
+    args = ["ablation-table", "--configfile", str(REPO_ROOT / "config/config.yaml"), "--config"]
+    out = tmp_path / "ablation.csv"
+    assert cli.main(["inan", *args, "device=cpu", "--out", str(out), *metrics]) == 0
+    recorded = json.loads(out.with_name("ablation.csv.provenance.json").read_text())["provenance"]["config"]
+    config = experiments.load_config([str(REPO_ROOT / "config/config.yaml")], ["device=cpu"])
+    expected = experiments.spec_json(experiments.section_config(config, "inan"))
+    assert json.dumps(recorded, separators=(",", ":")) == expected and recorded["device"] == "cpu"
+    assert cli.main(["inan", *args, "device=tpu", "--out", str(tmp_path / "x.csv"), *metrics]) == 2
+    assert "config: device='tpu' is not allowed" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
+
+
 @pytest.mark.parametrize("text,words", [
     ("press_wolf:\n  cells: [small, smal]\n", ["unknown Press & Wolf cell 'smal'"]),
     ("press_wolf:\n  ablations: ['small@lr=1@clip=5', 'small@clip=5@lr=1']\n", ["are the same run"]),

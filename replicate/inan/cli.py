@@ -8,46 +8,45 @@ import argparse
 import sys
 from pathlib import Path
 
-from replicate.cli import add_job_args, load_spec, write_csv_with_provenance
+from replicate.cli import add_config_args, load_section, write_csv_with_provenance
 from replicate.inan.readings import points
 
 
-def _table(build, section=None):
-    """A table command: ``build(report, args, spec)`` -> the frame written to ``--out`` (with its provenance) and
-    printed; ``section``: a key the spec must have."""
+def _table(build):
+    """A table command: ``build(report, args, config)`` (``config``: the global keys and the inan section) -> the
+    frame written to ``--out`` (with its provenance) and printed."""
 
     def command(args) -> int:
         from replicate import provenance
         from replicate.inan import report
 
-        started, spec = provenance.now(), load_spec(args.spec, section)
-        df = build(report, args, spec)
-        write_csv_with_provenance(args.out, df, spec, started)
+        started, config = provenance.now(), load_section(args, "inan")
+        df = build(report, args, config)
+        write_csv_with_provenance(args.out, df, config, started)
         print(df.to_string(index=False))
         return 0
 
     return command
 
 
-_table1 = _table(lambda report, args, spec: report.table1(args.metrics, args.paper, args.protocol))
-_ablation = _table(lambda report, args, spec: report.ablation(args.metrics, args.protocol))
-_screen = _table(lambda report, args, spec: report.screen(
-    args.metrics, args.protocol, spec.get("inan", {}).get("screen", {}).get("runs"), args.soft_target))
-_readings = _table(lambda report, args, spec: report.readings_table(
-    args.points, points(spec["inan"]["subspace"]), args.paper, args.protocol), "inan")
+_table1 = _table(lambda report, args, config: report.table1(args.metrics, args.paper, config["protocol"]))
+_ablation = _table(lambda report, args, config: report.ablation(args.metrics, config["protocol"]))
+_screen = _table(lambda report, args, config: report.screen(
+    args.metrics, config["protocol"], config["inan"]["screen"]["runs"], args.soft_target))
+_readings = _table(lambda report, args, config: report.readings_table(
+    args.points, points(config["inan"]["subspace"]), args.paper, config["protocol"]))
 
 
 def _figure1(args) -> int:
     from replicate import provenance
     from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot
 
-    started = provenance.now()
-    spec = load_spec(args.spec, "inan")
-    panels = points(spec["inan"]["subspace"])
-    summary, runs = figure1_frames(args.points, panels, args.paper, args.protocol)
-    write_csv_with_provenance(args.out, summary, spec, started)
-    write_csv_with_provenance(args.out_runs, runs, spec, started)
-    write_csv_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, args.protocol), spec, started)
+    started, config = provenance.now(), load_section(args, "inan")
+    panels, protocol = points(config["inan"]["subspace"]), config["protocol"]
+    summary, runs = figure1_frames(args.points, panels, args.paper, protocol)
+    write_csv_with_provenance(args.out, summary, config, started)
+    write_csv_with_provenance(args.out_runs, runs, config, started)
+    write_csv_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, protocol), config, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
     return 0
@@ -144,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             ("figure1", _figure1, "section 6.2: Figure 1 data CSVs and figure", "inan_figure1"),
             ("readings-table", _readings, "section 6.2: the readings' Figure 1 shapes side by side", "inan_figure1")):
         p = sub.add_parser(name, help=help_)
-        add_job_args(p, threads=False, spec_help="resolved config slice (provenance)")
-        p.add_argument("--protocol", required=True)
+        add_config_args(p)
         if paper:
             p.add_argument("--paper", required=True, help=f"paper/reference/{paper}.csv")
         p.add_argument("--out", required=True, **({"help": "per-point CSV"} if name == "figure1" else {}))

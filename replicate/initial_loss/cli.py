@@ -19,18 +19,18 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.cli import add_job_args, load_spec, log
+from replicate.cli import add_config_args, log, load_section
 from replicate.errors import ReplicateError
 
 
 def cmd_tables(args) -> int:
     from replicate.initial_loss import tables, theory
 
-    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
-    section = spec["initial_loss"]
+    config, started = load_section(args, "initial_loss"), provenance.now()
+    section = config["initial_loss"]
     tidy = pd.concat([pd.read_csv(p, dtype={"std": str}) for p in args.runs], ignore_index=True).sort_values(
         ["token_dist", "branches", "init", "std", "head", "d", "seed"])
-    summary = tables.summarise(tidy, spec.get("protocol"))
+    summary = tables.summarise(tidy, config["protocol"])
     essay = theory.essay_table(section["theory_widths"], section["theory_stds"], section["vocab_size"])
     fam = tables.embedding_table(tables.load_families(args.families))
     rio.write_csv(args.tidy, tidy)
@@ -43,7 +43,7 @@ def cmd_tables(args) -> int:
                "rows": len(tidy), "widths": sorted(int(d) for d in tidy["d"].unique()),
                "seeds": sorted(int(s) for s in tidy["seed"].unique()),
                "outputs": [args.tidy, args.summary, args.theory, args.families_out],
-               "provenance": provenance.collect(spec, started)}
+               "provenance": provenance.collect(config, started)}
     rio.write_json(args.metrics, metrics)
     log(json.dumps(metrics["findings"], indent=1))
     return 0
@@ -65,11 +65,15 @@ def cmd_figures(args) -> int:
 
 
 def cmd_memory(args) -> int:
+    from replicate.experiments import load_config, spec_json
     from replicate.llama import ModelConfig
+    from replicate.initial_loss.runs import memory_benchmark_config
     from replicate.initial_loss.sweep import BRANCHES, sample_tokens, streamed_losses
 
-    spec, started = load_spec(args.spec, "initial_loss"), provenance.now()
-    section, bench = spec["initial_loss"], spec["initial_loss"]["memory_benchmark"]
+    started = provenance.now()
+    # the rule's spec param, keys sorted as there (the provenance records it)
+    config = json.loads(spec_json(memory_benchmark_config(load_config(args.configfile, args.config))))
+    section, bench = config["initial_loss"], config["initial_loss"]["memory_benchmark"]
     devices.setup(args.threads, False)
     trunk = ModelConfig(vocab_size=section["vocab_size"], d_model=bench["width"], n_layers=section["n_layers"],
                         head_dim=section["head_dim"], std=bench["std"], init="normal",
@@ -89,7 +93,7 @@ def cmd_memory(args) -> int:
               "within_limit": peak < limit, "seconds": seconds,
               "whole_model_fp32_gib": whole_fp32 / 2**30, "losses": results,
               "code_version": provenance.code_version(streamed_losses),
-              "provenance": provenance.collect(spec, started, "cpu")}
+              "provenance": provenance.collect(config, started, "cpu")}
     rio.write_json(args.out, record)
     log(f"streamed d={bench['width']} x {section['n_layers']} layers: peak RSS {peak / 2**30:.2f} GiB "
          f"(whole model would hold {whole_fp32 / 2**30:.2f} GiB of fp32 weights), {seconds:.1f}s")
@@ -117,7 +121,7 @@ def main(argv: list[str]) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="action", required=True)
     p = sub.add_parser("tables", help="tidy CSV, summary vs theory, theory table, model families, metrics")
-    add_job_args(p, threads=False)
+    add_config_args(p)
     p.add_argument("--families", required=True, help="paper/reference/model_families.csv")
     p.add_argument("--tidy", required=True)
     p.add_argument("--summary", required=True)
@@ -130,7 +134,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--families", required=True)
     p.add_argument("--out-dir", required=True)
     p = sub.add_parser("memory", help="peak RSS of one streamed sweep point")
-    add_job_args(p)
+    add_config_args(p)
+    p.add_argument("--threads", type=int, default=None, help="torch threads")
     p.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     return {"tables": cmd_tables, "figures": cmd_figures, "memory": cmd_memory}[args.action](args)

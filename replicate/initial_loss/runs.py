@@ -40,6 +40,12 @@ def run(config: dict[str, Any], run_id: str) -> Run:
     return result
 
 
+def memory_benchmark_config(config: dict[str, Any]) -> dict[str, Any]:
+    """What the memory benchmark depends on: the global keys, the sweep's keys and ``memory_benchmark``."""
+    il = config["initial_loss"]
+    return run_config(config, initial_loss={k: il[k] for k in (*SWEEP_KEYS, "memory_benchmark")})
+
+
 def check_width(width: Any, head_dim: int, where: str) -> int:
     """A width of the sweep: in range, and split into heads of even width (``replicate.llama.ModelConfig``)."""
     width = SCHEMAS.check(width, "initial_loss.schema.yaml#/$defs/width", key="width", where=where,

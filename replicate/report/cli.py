@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from replicate.cli import load_spec
+from replicate.cli import add_config_args
 
 
 def _build(args) -> int:
+    from replicate.experiments import load_config, report_config
     from replicate.report.build import build
 
-    spec = load_spec(args.spec)
-    section = spec.get("report", {})
+    given = args.configfile or args.config
+    config = report_config(load_config(args.configfile, args.config)) if given else {"report": {}}
+    section = config["report"]
     out = build(args.results, args.template, args.md, args.html, figures_dir=args.figures,
                 captions_dir=args.captions, tolerances=section.get("tolerances"), title=section.get("title"),
-                sections=spec.get("sections"), full_protocol=spec.get("full_protocol"))
+                sections=config.get("sections"), full_protocol=config.get("full_protocol"))
     for claim, status in out["verdicts"].items():
         print(f"{claim:<18} {status}")
     print(f"figures shown: {len(out['shown_figures'])}; wrote {args.md} and {args.html}")
@@ -39,8 +41,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--html", required=True, help="output self-contained HTML report")
     p.add_argument("--figures", default=None, help="figures folder (default: <results>/figures)")
     p.add_argument("--captions", default="workflow/report", help="folder of figure captions (*.rst)")
-    p.add_argument("--spec", default="{}", help="JSON: {report: <report config section>, sections: <this run's experiment sections>, "
-                        "full_protocol: <the same sections in config/paper.yaml>}")
+    add_config_args(p, files="none: no title, tolerances or protocol comparison from a config, as a bundle's "
+                             "rebuild builds it")
     p.set_defaults(func=_build)
     p = sub.add_parser("learning-curves", help="Press & Wolf train/valid perplexity per epoch (PNG + SVG)")
     p.add_argument("--out-stem", required=True, help="output path without extension")

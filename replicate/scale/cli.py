@@ -14,16 +14,15 @@ from pathlib import Path
 from replicate import io as rio
 from replicate import paths
 from replicate import provenance
-from replicate.cli import add_job_args, load_spec, write_csv_with_provenance
+from replicate.cli import add_config_args, load_section, write_csv_with_provenance
 from replicate.errors import ReplicateError
 
 
 def cmd_table(args) -> int:
     from replicate.scale import figures, study
 
-    started = provenance.now()
-    spec = load_spec(args.spec)
-    cfg, protocol, metric = spec["scale"], spec["protocol"], spec["scale"]["metric"]
+    started, config = provenance.now(), load_section(args, "scale")
+    cfg, protocol, metric = config["scale"], config["protocol"], config["scale"]["metric"]
     summaries = [rio.read_json(p) for p in args.summaries]
     runs = study.runs_frame(summaries, protocol)
     by_seed = study.gain_by_seed(runs, cfg, metric, protocol)
@@ -32,7 +31,7 @@ def cmd_table(args) -> int:
     claims = study.claims_table(by_seed, protocol)
     for path, frame in ((args.out_runs, runs), (args.out_by_seed, by_seed), (args.out_gain, gain),
                         (args.out_data, data), (args.out_claims, claims)):
-        write_csv_with_provenance(path, frame, spec, started)
+        write_csv_with_provenance(path, frame, config, started)
     figures.gain_figures(by_seed, gain, args.figures_dir, protocol)
     figures.answer_figure(by_seed, args.figures_dir, protocol)
     for _, row in claims.iterrows():
@@ -48,9 +47,8 @@ def cmd_embeddings(args) -> int:
     from replicate.scale import figures
     from replicate.data import load_corpus
 
-    started = provenance.now()
-    spec = load_spec(args.spec)
-    ana, protocol = spec["scale"]["analysis"], spec["protocol"]
+    started, config = provenance.now(), load_section(args, "scale")
+    ana, protocol = config["scale"]["analysis"], config["protocol"]
     vocab = load_corpus(args.corpus).vocab
     buckets, recorders, finals = [], {}, {}
     for run in args.runs:
@@ -69,11 +67,11 @@ def cmd_embeddings(args) -> int:
     sim = emb.canonical_order(emb.similarity_rows(recorders, knn_k=ana["knn_k"]))
     sim["protocol"] = protocol
     final = final_similarity(sim, min(rec.final_epoch for rec in recorders.values()))
-    wordsim = word_similarity(ana.get("benchmarks") or [], finals, vocab, Path(args.benchmark_dir))
+    wordsim = word_similarity(ana["benchmarks"], finals, vocab, Path(args.benchmark_dir))
     wordsim["protocol"] = protocol
     for path, frame in ((args.out_updates, upd), (args.out_similarity_epochs, sim), (args.out_similarity, final),
                         (args.out_wordsim, wordsim)):
-        write_csv_with_provenance(path, frame, spec, started)
+        write_csv_with_provenance(path, frame, config, started)
     figures.update_figure(upd, args.figures_dir, protocol)
     figures.similarity_figure(sim, args.figures_dir, protocol)
     print(final.groupby("comparison")[["spearman", "knn_overlap"]].mean().to_string())
@@ -134,9 +132,8 @@ def cmd_transformer_summary(args) -> int:
     from replicate.scale import figures, study
     from replicate.scale.transformer import VARIANTS
 
-    started = provenance.now()
-    spec = load_spec(args.spec)
-    protocol = spec["protocol"]
+    started, config = provenance.now(), load_section(args, "scale")
+    protocol = config["protocol"]
     rows, curves = [], []
     keep = ["variant", "std", "lr", "embed_std", "seed", "d_model", "n_layers", "vocab_size", "steps", "total_params", "embedding_share",
             "step0_loss", "theory_step0_loss", "log_n", "final_train_loss", "final_valid_loss", "final_valid_ppl",
@@ -159,7 +156,7 @@ def cmd_transformer_summary(args) -> int:
     curve = pd.concat(curves, ignore_index=True)
     curve["protocol"] = protocol
     for path, frame in ((args.out_table, table), (args.out_curves, curve), (args.out_comparison, comparison)):
-        write_csv_with_provenance(path, frame, spec, started)
+        write_csv_with_provenance(path, frame, config, started)
     figures.transformer_figures(curve, table, args.figures_dir, protocol)
     print(comparison.to_string())
     return 0
@@ -171,14 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     q = sub.add_parser("table", help="tying-gain tables, claims and figures")
-    add_job_args(q, threads=False)
+    add_config_args(q)
     for name in ("runs", "by-seed", "gain", "data", "claims"):
         q.add_argument(f"--out-{name}", required=True)
     q.add_argument("--figures-dir", required=True)
     q.add_argument("summaries", nargs="+", help="summary.json of every run")
 
     q = sub.add_parser("embeddings", help="embedding analysis over the analysis runs")
-    add_job_args(q, threads=False)
+    add_config_args(q)
     q.add_argument("--corpus", required=True, help="the corpus the runs used (vocabulary)")
     for name in ("updates", "similarity", "similarity-epochs", "wordsim"):
         q.add_argument(f"--out-{name}", required=True)
@@ -188,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("runs", nargs="+", help="run folders (summary.json, updates.csv, embeddings.pt)")
 
     q = sub.add_parser("transformer-summary", help="table, curves and figures of the transformer runs")
-    add_job_args(q, threads=False)
+    add_config_args(q)
     q.add_argument("--out-table", required=True)
     q.add_argument("--out-curves", required=True)
     q.add_argument("--out-comparison", required=True)

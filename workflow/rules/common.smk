@@ -1,4 +1,4 @@
-# Helpers of every experiment's rules: result paths, the final targets, spec passing. A rule's `code` param is
+# Helpers of every experiment's rules: result paths, the final targets, the `spec` params. A rule's `code` param is
 # code_version(<the modules its job computes with>), a hash of them and of the math they import
 # (replicate/provenance.py): Snakemake (--rerun-triggers params, the default) reruns the jobs an edit can change.
 import functools
@@ -19,8 +19,8 @@ from replicate.validate import SettingError, nearest, parse_text
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
-# The console plan in short lines (a spec becomes its hash, long file lists a count); what runs and the
-# rerun triggers are unchanged. REPLICATE_FULL_PLAN=1 prints everything (replicate/console.py).
+# The console plan in short lines (long file lists a count); what runs and the rerun triggers are unchanged.
+# REPLICATE_FULL_PLAN=1 prints everything (replicate/console.py).
 def given_cores():
     """The --cores of the command, or None for a command that takes none (--unlock, --cleanup-metadata)."""
     try:
@@ -114,9 +114,10 @@ def engine_flags(keep_checkpoint=None):
     return " ".join(flag for flag, on in (("--allow-tf32", config["allow_tf32"]), ("--drop-checkpoint", not keep)) if on)
 
 
-def run_config(section, **extra):
-    """The part of the config a job depends on (``section``, or none), plus the global keys, as one dict."""
-    return experiments.run_config(config, **({section: config[section]} if section is not None else {}), **extra)
+def section_spec(section):
+    """The `spec` param of a table or figure rule: the global keys and ``section``, the values its command reads
+    (it loads the config itself from its `args` param, replicate.cli.load_section), so a change reruns it."""
+    return spec_json(experiments.section_config(config, section))
 
 
 def requested_targets():

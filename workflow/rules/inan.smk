@@ -38,13 +38,13 @@ rule inan_screen_table:
         report(R(paths.INAN_SCREEN), caption="../report/inan_screen.rst", category="Inan et al.",
                labels={"table": "short-scale screen"}),
     params:
-        spec=spec_json(run_config("inan")),
-        protocol=config["protocol"],
+        spec=section_spec("inan"),
+        args=config_args,
         code=code_version("inan.report"),
     log:
         R("logs/inan/screen.log"),
     shell:
-        "python -m replicate inan screen-table --spec {params.spec:q} --protocol {params.protocol} "
+        "python -m replicate inan screen-table {params.args} "
         "--out {output} --soft-target {input.soft} -- {input.metrics} > {log} 2>&1"
 
 
@@ -56,13 +56,13 @@ rule inan_table1:
         report(R(paths.INAN_TABLE1), caption="../report/inan_table1.rst", category="Inan et al.",
                labels={"table": "Table 1"}),
     params:
-        spec=spec_json(run_config("inan")),
-        protocol=config["protocol"],
+        spec=section_spec("inan"),
+        args=config_args,
         code=code_version("inan.report"),
     log:
         R("logs/inan/table1.log"),
     shell:
-        "python -m replicate inan table1 --spec {params.spec:q} --protocol {params.protocol} "
+        "python -m replicate inan table1 {params.args} "
         "--paper {input.paper} --out {output} {input.metrics} > {log} 2>&1"
 
 
@@ -73,13 +73,13 @@ rule inan_ablation_table:
         report(R(paths.INAN_ABLATION), caption="../report/inan_ablation.rst", category="Inan et al.",
                labels={"table": "tau x gamma ablation"}),
     params:
-        spec=spec_json(run_config("inan")),
-        protocol=config["protocol"],
+        spec=section_spec("inan"),
+        args=config_args,
         code=code_version("inan.report"),
     log:
         R("logs/inan/ablation.log"),
     shell:
-        "python -m replicate inan ablation-table --spec {params.spec:q} --protocol {params.protocol} "
+        "python -m replicate inan ablation-table {params.args} "
         "--out {output} {input} > {log} 2>&1"
 
 
@@ -96,14 +96,14 @@ rule inan_figure1:
                    category="Inan et al.", labels={"figure": "Figure 1"}),
         svg=R(paths.svg(paths.INAN_FIGURE1_FIGURE)),
     params:
-        spec=spec_json(run_config("inan")),
-        protocol=config["protocol"],
+        spec=section_spec("inan"),
+        args=config_args,
         stem=subpath(output.png, strip_suffix=".png"),
         code=code_version("inan.report", "plotting"),
     log:
         R("logs/inan/figure1.log"),
     shell:
-        "python -m replicate inan figure1 --spec {params.spec:q} --protocol {params.protocol} "
+        "python -m replicate inan figure1 {params.args} "
         "--paper {input.paper} --out {output.table} --out-runs {output.runs} --out-epochs {output.epochs} --figure {params.stem:q} "
         "{input.points} > {log} 2>&1"
 
@@ -116,12 +116,12 @@ rule inan_subspace_readings:
         report(R(paths.INAN_READINGS), caption="../report/inan_subspace_readings.rst",
                category="Inan et al.", labels={"table": "section 6.2 readings"}),
     params:
-        spec=spec_json(run_config("inan")),
-        protocol=config["protocol"],
+        spec=section_spec("inan"),
+        args=config_args,
         code=code_version("inan.report"),
     log:
         R("logs/inan/subspace_readings.log"),
     shell:
-        "python -m replicate inan readings-table --spec {params.spec:q} --protocol {params.protocol} "
+        "python -m replicate inan readings-table {params.args} "
         "--paper {input.paper} --out {output} {input.points} > {log} 2>&1"
 

@@ -19,12 +19,13 @@ rule initial_loss_tables:
         families=il_report(paths.IL_FAMILIES, "families"),
         metrics=R(paths.IL_METRICS),
     params:
-        spec=spec_json(run_config("initial_loss")),
+        spec=section_spec("initial_loss"),
+        args=config_args,
         code=code_version("initial_loss.tables"),
     log:
         R("logs/initial_loss/tables.log"),
     shell:
-        "python -m replicate initial-loss tables --spec {params.spec:q} --families {input.families} "
+        "python -m replicate initial-loss tables {params.args} --families {input.families} "
         "--tidy {output.tidy} --summary {output.summary} --theory {output.theory} "
         "--families-out {output.families} --metrics {output.metrics} {input.runs} > {log} 2>&1"
 
@@ -53,8 +54,8 @@ rule initial_loss_memory:
     output:
         R(paths.IL_MEMORY),
     params:
-        spec=spec_json(run_config(None, initial_loss={**{k: IL[k] for k in IL_SWEEP_KEYS},
-                                                      "memory_benchmark": IL["memory_benchmark"]})),
+        spec=spec_json(memory_benchmark_config(config)),
+        args=config_args,
         code=code_version("initial_loss.sweep"),
     threads: 2
     log:
@@ -62,5 +63,5 @@ rule initial_loss_memory:
     benchmark:
         R("benchmarks/initial_loss/memory.tsv")
     shell:
-        "python -m replicate initial-loss memory --spec {params.spec:q} --threads {threads} "
+        "python -m replicate initial-loss memory {params.args} --threads {threads} "
         "--out {output} > {log} 2>&1"

@@ -1,5 +1,5 @@
 # The initial-loss sweep: config view, the memory benchmark's check and targets used by initial_loss.smk.
-from replicate.initial_loss.runs import SWEEP_KEYS as IL_SWEEP_KEYS, check_width
+from replicate.initial_loss.runs import check_width, memory_benchmark_config
 
 IL = config["initial_loss"]
 

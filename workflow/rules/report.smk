@@ -3,23 +3,10 @@
 # Logic: replicate/report/ (python -m replicate report ...).
 import glob
 
-import yaml
-from pathlib import Path
-
 
 localrules:
     report_learning_curves,
     report,
-
-
-# config/paper.yaml with every section's schema defaults filled: the report lists, per experiment, how
-# this run's config differs from the papers' full protocol.
-with open("config/paper.yaml", encoding="utf-8") as _fh:
-    REPORT_FULL_PROTOCOL = yaml.safe_load(_fh)
-for _section in paths.GROUPS:  # the experiments
-    REPORT_FULL_PROTOCOL.setdefault(_section, {})
-    validate(REPORT_FULL_PROTOCOL[_section], f"../schemas/{_section}.schema.yaml")
-REPORT_FULL_PROTOCOL = {k: REPORT_FULL_PROTOCOL[k] for k in ("protocol", *paths.GROUPS)}
 
 
 rule report_learning_curves:
@@ -61,15 +48,13 @@ rule report:
             labels={"file": "index.html"},
         ),
     params:
-        spec=spec_json(
-            run_config("report", sections={k: config[k] for k in paths.GROUPS},
-                       full_protocol=REPORT_FULL_PROTOCOL)
-        ),
+        spec=spec_json(experiments.report_config(config)),
+        args=config_args,
         results=subpath(output.md, ancestor=2),
         code=code_version("report.build"),
     log:
         R("logs/report/report.log"),
     shell:
         "python -m replicate report build --results {params.results} --template {input.template:q} "
-        "--md {output.md} --html {output.html} --captions workflow/report --spec {params.spec:q} > {log} 2>&1"
+        "--md {output.md} --html {output.html} --captions workflow/report {params.args} > {log} 2>&1"
 

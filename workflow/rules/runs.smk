@@ -14,6 +14,12 @@ from replicate import experiments
 CONFIG_ARGS = experiments.config_args(workflow.overwrite_configfiles, workflow.config_settings.config_args)
 
 
+def config_args(wildcards, output):
+    """CONFIG_ARGS as the `args` param of a table, figure or report rule, whose command loads the config itself: a
+    function of the output, so no rerun trigger (its `spec` param is)."""
+    return CONFIG_ARGS
+
+
 @functools.lru_cache(maxsize=None)
 def declared_run(experiment, run_id):
     """The Run of a run id: a configured one as the Snakefile resolved it, another resolved now (a SettingError

@@ -39,13 +39,14 @@ rule scale_table:
         fig_answer=scale_report(paths.png(paths.SCALE_ANSWER_FIGURE), "scale_answer"),
         svg=R(*(paths.svg(f) for f in (*paths.SCALE_GAIN_FIGURES, paths.SCALE_ANSWER_FIGURE))),
     params:
-        spec=spec_json(run_config("scale")),
+        spec=section_spec("scale"),
+        args=config_args,
         figures=subpath(output.fig_data, parent=True),
         code=code_version("scale.figures", "plotting"),
     log:
         R("logs/scale/table.log"),
     shell:
-        "python -m replicate scale table --spec {params.spec:q} --out-runs {output.runs} "
+        "python -m replicate scale table {params.args} --out-runs {output.runs} "
         "--out-by-seed {output.by_seed} --out-gain {output.gain} --out-data {output.data} "
         "--out-claims {output.claims} --figures-dir {params.figures} {input} > {log} 2>&1"
 
@@ -65,14 +66,15 @@ rule scale_embeddings:
                                     "Embedding analysis"),
         svg=R(*(paths.svg(f) for f in paths.SCALE_EMBEDDING_FIGURES)),
     params:
-        spec=spec_json(run_config("scale")),
+        spec=section_spec("scale"),
+        args=config_args,
         runs=SC_ANALYSIS,
         figures=subpath(output.fig_updates, parent=True),
         code=code_version("scale.embeddings", "scale.figures", "plotting"),
     log:
         R("logs/scale/embeddings.log"),
     shell:
-        "python -m replicate scale embeddings --spec {params.spec:q} --corpus {input.corpus} "
+        "python -m replicate scale embeddings {params.args} --corpus {input.corpus} "
         "--out-updates {output.updates} --out-similarity {output.similarity} "
         "--out-similarity-epochs {output.similarity_epochs} --out-wordsim {output.wordsim} "
         "--figures-dir {params.figures} {params.runs} > {log} 2>&1"
@@ -88,12 +90,13 @@ rule scale_transformer_summary:
         fig=scale_report(paths.png(paths.SCALE_TRANSFORMER_FIGURE), "scale_transformer"),
         svg=R(paths.svg(paths.SCALE_TRANSFORMER_FIGURE)),
     params:
-        spec=spec_json(run_config("scale")),
+        spec=section_spec("scale"),
+        args=config_args,
         runs=SC_TF_RUNS,
         figures=subpath(output.fig, parent=True),
         code=code_version("scale.figures", "scale.transformer", "plotting"),
     log:
         R("logs/scale/transformer_summary.log"),
     shell:
-        "python -m replicate scale transformer-summary --spec {params.spec:q} --out-table {output.table} "
+        "python -m replicate scale transformer-summary {params.args} --out-table {output.table} "
         "--out-curves {output.curves} --out-comparison {output.comparison} --figures-dir {params.figures} {params.runs} > {log} 2>&1"
