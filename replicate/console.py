@@ -1,13 +1,11 @@
 """What Snakemake's console shows of a run, through a logging filter and a thread the workflow starts (what runs and
-what decides a rerun are untouched): the plan in short lines (a job's ``--spec`` JSON as ``<spec sha256 0123456789ab,
-N chars>``, file lists as their first files and a count, where a training job resumes, long lines wrapped, a job
-stopped by Ctrl-C or SIGTERM in one line; ``REPLICATE_FULL_PLAN=1``: all in full), what the plan costs above a dry
-run's last line, and a progress line per running training job and for the whole run, every
-``REPLICATE_PROGRESS_SECONDS`` (default 60; 0: none), read from the jobs' logs."""
+what decides a rerun are untouched): the plan in short lines (file lists as their first files and a count, where a
+training job resumes, long lines wrapped, a job stopped by Ctrl-C or SIGTERM in one line; ``REPLICATE_FULL_PLAN=1``:
+all in full), what the plan costs above a dry run's last line, and a progress line per running training job and for
+the whole run, every ``REPLICATE_PROGRESS_SECONDS`` (default 60; 0: none), read from the jobs' logs."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -24,11 +22,6 @@ from replicate.resources import EXPERIMENTS, MEASURED_ON
 ENV_FULL_PLAN = "REPLICATE_FULL_PLAN"
 MAX_LINE = 400
 KEEP_FILES = 3
-SPEC_MIN_CHARS = 80  # a quoted JSON object shorter than this is printed as it is
-SPEC_MARK = "<spec sha256 "
-
-# a single-quoted JSON object as shlex.quote writes it (a quote inside is closed, escaped, reopened)
-_QUOTED_JSON = re.compile(r"'\{(?:[^']|'\"'\"')*\}'")
 INTERRUPTED = "Terminating processes on user request"  # Snakemake's line when Ctrl-C stops a run
 # how a job's command ends when a signal stopped it: killed by it, or (our commands) exit 130 / 143 on it
 _STOPPED = re.compile(r"died with <Signals\.(SIGINT|SIGTERM): \d+>|returned non-zero exit status (130|143)\b")
@@ -39,23 +32,10 @@ CHECKPOINT = "checkpoint.pt"  # replicate.lstm.train.CHECKPOINT (not imported he
 AGGREGATES = ("all", *EXPERIMENTS)  # target rules that only collect other jobs' outputs
 
 
-def shorten_specs(text: str) -> str:
-    """``text`` with every long quoted JSON object replaced by its sha256 prefix (changes with any setting), length."""
-
-    def replace(match: re.Match) -> str:
-        word = match.group(0)
-        if len(word) < SPEC_MIN_CHARS:
-            return word
-        spec = word[1:-1].replace("'\"'\"'", "'")  # shlex.quote undone
-        return f"{SPEC_MARK}{hashlib.sha256(spec.encode()).hexdigest()[:12]}, {len(spec):,} chars>"
-
-    return _QUOTED_JSON.sub(replace, text)
-
-
 def shorten_command(cmd: str) -> str:
-    """``cmd`` with its specs and every run of file paths (an aggregation's inputs) shortened."""
+    """``cmd`` with every run of file paths (an aggregation's inputs) shortened."""
     words, run = [], []
-    for word in [*shorten_specs(cmd).split(" "), None]:
+    for word in [*cmd.split(" "), None]:
         if word is not None and "/" in word and not word.startswith(("-", "<", "'", ">", "|")):
             run.append(word)
             continue
@@ -118,13 +98,11 @@ class ShortPlanFilter(logging.Filter):
         self.interrupted = False  # Snakemake said Ctrl-C stopped the run
         self.how: str | None = None  # the signal that stopped the job whose "Error in rule" comes next
         self.stopped = 0  # jobs reported stopped
-        self.output: str | None = None  # the first output of the job whose command comes next
 
     def filter(self, record: logging.LogRecord) -> bool:
         event = str(getattr(record, "event", "") or "")
         if event == "job_info":
             outputs = getattr(record, "output", None)
-            self.output = outputs[0] if isinstance(outputs, list) and outputs else None
             if isinstance(getattr(record, "reason", None), str):
                 record.reason = shorten_reason(record.reason) + resume_note(outputs if isinstance(outputs, list) else [])
             for key in ("input", "output", "log"):
@@ -132,12 +110,10 @@ class ShortPlanFilter(logging.Filter):
                     setattr(record, key, shorten_files(getattr(record, key)))
         elif event == "shellcmd":
             if isinstance(getattr(record, "shellcmd", None), str):
-                record.shellcmd = self._copyable(shorten_command(record.shellcmd))
+                record.shellcmd = shorten_command(record.shellcmd)
             if isinstance(record.msg, str):
-                record.msg = self._copyable(shorten_command(record.msg))
+                record.msg = shorten_command(record.msg)
         elif event == "job_error":
-            if isinstance(getattr(record, "shellcmd", None), str):
-                record.shellcmd = shorten_specs(record.shellcmd)
             if self.interrupted or self.how:
                 self._one_line(record, self.how or "Ctrl-C")
         elif event in ("", "error") and isinstance(record.msg, str) and not record.args:  # plain lines, errors
@@ -149,14 +125,8 @@ class ShortPlanFilter(logging.Filter):
             if exception == "WorkflowError" and self.stopped and "did not complete" in record.msg:
                 record.msg = f"stopped: {self.stopped} job(s) interrupted; {RESUME} (training resumes from its " \
                              "last checkpoint)"
-            record.msg = wrap_long_lines(shorten_specs(record.msg))
+            record.msg = wrap_long_lines(record.msg)
         return True
-
-    def _copyable(self, cmd: str) -> str:
-        """A command whose spec was shortened cannot be pasted: add the one that reruns the job."""
-        if SPEC_MARK not in cmd or not self.output:
-            return cmd
-        return f"{cmd}\n    rerun this job alone: snakemake --cores 1 --force {self.output}"
 
     def _one_line(self, record: logging.LogRecord, how: str) -> None:
         """Turn a stopped job's "Error in rule" record into one plain line."""
