@@ -22,7 +22,7 @@ def test_paper_preset_carries_the_appendix_settings_per_size_and_data_set():
             assert (s["gamma"], s["dropout_rate"]) == (1.0, wt2_dropout[size])
 
 
-# ------------------------------------------------------------------ the screens overlay (config/inan_screens.yaml)
+# ------------------------------------------------------------------ the screen (inan.screen of the default preset)
 import copy  # noqa: E402
 
 import pytest  # noqa: E402
@@ -36,15 +36,11 @@ INAN_SCHEMA = str(REPO_ROOT / "workflow" / "schemas" / "inan.schema.yaml")
 
 
 def _merged_inan() -> dict:
-    """The default preset's inan section with the overlay on top, merged as Snakemake merges config files."""
-    from snakemake.utils import update_config
-
-    cfg = yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())
-    update_config(cfg, yaml.safe_load((REPO_ROOT / "config" / "inan_screens.yaml").read_text()))
-    return cfg["inan"]
+    """The default preset's inan section."""
+    return yaml.safe_load((REPO_ROOT / "config" / "config.yaml").read_text())["inan"]
 
 
-def test_the_overlay_validates_and_fills_the_soft_target_budget():
+def test_the_screen_validates_and_fills_the_soft_target_budget():
     inan = validate(_merged_inan(), INAN_SCHEMA) or _merged_inan()
     validate(inan, INAN_SCHEMA)
     assert inan["screen"]["soft_target_loss_tokens"] == 3000
@@ -85,15 +81,14 @@ def test_run_list_checks():
             check_runs(bad)
 
 
-def test_overlay_runs_reach_their_jobs():
-    """Each overlay run is one job with the settings its tag names; vd_later is the default preset's job exactly."""
+def test_screen_runs_reach_their_jobs():
+    """Each screen run is one job with the settings its tag names."""
     from replicate.inan.train import run_settings
 
     def specs(*configfiles):
         return {f"{s['variant']}_{s['tag']}": s for s in inan_specs(*configfiles, kind="screen")}
 
-    over = specs("config/config.yaml", "config/inan_screens.yaml")
-    assert specs("config/config.yaml")["vd_later"] == over["vd_later"]
+    over = specs("config/config.yaml")
     got = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
            for k, s in over.items()}
     assert len(got) == 17

@@ -86,38 +86,19 @@ def test_soft_target_grad_per_variant(workflow_dir):
     assert all(s["size_settings"]["soft_target_grad"] for s in specs.values())
 
 
-def test_screen_runs_reach_their_jobs():
-    """Each `inan.screen.runs` entry is one job: the screen's budget, then the run's own overrides, resolved
-    by the same run_settings the training job calls."""
-    from replicate.inan.train import run_settings
-
+def test_screen_runs_carry_their_reduction_text():
+    """A screen run that lifts the budget carries its own reduction text, the others the screen's; a `why`
+    with a quote and an ampersand survives the shell."""
     specs = {f"{s['variant']}_{s['tag']}": s for s in inan_specs("config/config.yaml", kind="screen")}
-    assert set(specs) == {"vd_interval", "vd_later", "al_interval_nobias", "al_interval_nobias_grad",
-                          "al_interval_nobias_tau2", "vd_interval_full", "vd_later_full", "al_later_full_tau2",
-                          "re_later_full"}
-    resolved = {k: run_settings(s["size_settings"], s["size"], s["variant"], s["seed"], s["overrides"])
-                for k, s in specs.items()}
-    for k, (engine, _) in resolved.items():
-        assert engine["epochs"] == 40 and engine["decay"] == 0.9
-        budget = (None, None) if "_full" in k else (92959, 20000)
-        assert (engine.get("max_train_tokens"), engine.get("eval_max_tokens")) == budget, k
-    # a run that lifts the budget carries its own reduction text; the others the screen's
-    assert specs["vd_interval_full"]["reduction"].startswith("full PTB")
-    assert specs["vd_interval"]["reduction"].startswith("screen: first 10 %")
-    assert specs["vd_later_full"]["reduction"].endswith("under the paper's schedule")  # a quote survives the shell
-    assert resolved["vd_interval"][0]["schedule"] == "interval" and resolved["vd_later"][0]["schedule"] == "later"
-    assert resolved["vd_later_full"][0]["schedule"] == resolved["al_later_full_tau2"][0]["schedule"] == "later"
-    forms = {k: (al.soft_target_grad, al.prediction_bias, al.alpha) for k, (_, al) in resolved.items()
-             if al is not None}
-    assert forms == {"al_interval_nobias": (False, False, 5.0), "al_interval_nobias_grad": (True, False, 5.0),
-                     "al_interval_nobias_tau2": (False, False, 50.0), "al_later_full_tau2": (False, False, 50.0)}
+    assert specs["vd_later_full6"]["reduction"].startswith("full PTB")
+    assert specs["vd_later"]["reduction"].startswith("screen: first 10 %")
+    assert specs["re_bias_later"]["why"].endswith("(Press & Wolf's WT); compare with re_later")
 
 
-def test_full_data_screen_runs_are_table1_rows():
-    """The default preset's full-data screen runs train what the Table 1 rows train: `vd_later_full` and
-    `re_later_full` are the VD-LSTM and +RE rows exactly (a checkpoint moves between the two paths),
-    `al_later_full_tau2` is the +AL row with only the AL weight changed (alpha = gamma tau^2 = 50 against
-    the row's gamma tau = 5)."""
+def test_full_data_screen_runs_are_table1_rows_for_six_epochs():
+    """The AL-weight screen trains the Table 1 rows for 6 of their 40 epochs: `vd_later_full6` and
+    `al_later_full6` are the VD-LSTM and +AL rows but for the epochs; `_alpha10` / `_alpha20` change only the
+    AL weight (gamma 1 and 2 at tau 10)."""
     from replicate.inan.train import run_settings
 
     table1 = _inan_train_specs("config/config.yaml")
@@ -126,16 +107,16 @@ def test_full_data_screen_runs_are_table1_rows():
     def settings(spec, overrides=None):
         return run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"], overrides)
 
-    for variant in ("vd", "re"):
-        row, full = settings(table1[variant]), settings(screen[f"{variant}_later_full"],
-                                                        screen[f"{variant}_later_full"]["overrides"])
-        assert row[0] == full[0] and row[1] is full[1] is None, variant
-    assert settings(table1["re"])[0]["tying"] == "tied_nobias"
-    (al_engine, al), (tau2_engine, tau2) = settings(table1["al"]), settings(
-        screen["al_later_full_tau2"], screen["al_later_full_tau2"]["overrides"])
-    assert al_engine == tau2_engine
-    assert (al.alpha, tau2.alpha) == (5.0, 50.0)
-    assert (al.tau, al.soft_target_grad, al.prediction_bias) == (tau2.tau, tau2.soft_target_grad, tau2.prediction_bias)
+    for variant in ("vd", "al"):
+        row, full = settings(table1[variant]), settings(screen[f"{variant}_later_full6"],
+                                                        screen[f"{variant}_later_full6"]["overrides"])
+        assert {**row[0], "epochs": 6} == full[0], variant
+        assert (row[1] is full[1] is None) if variant == "vd" else vars(row[1]) == vars(full[1]), variant
+    base = settings(table1["al"])[1]
+    for tag, alpha in (("al_later_full6_alpha10", 10.0), ("al_later_full6_alpha20", 20.0)):
+        engine, al = settings(screen[tag], screen[tag]["overrides"])
+        assert engine == {**settings(table1["al"])[0], "epochs": 6}
+        assert (al.alpha, al.tau, al.soft_target_grad) == (alpha, base.tau, base.soft_target_grad), tag
 
 
 def test_bad_config_stops_with_cause(workflow_dir):
@@ -165,8 +146,8 @@ PLAN_REFUSALS = [
      ["dropout_rate=1.5", "a number in [0, 1)"]),
     ("inan-zero-tau", "results/inan/ablation/ptb/small_real_tau0_gamma0.5/metrics.json", None,
      ["Inan ablation run", "tau=0", "a number in (0, 1000]"]),
-    ("inan-screen-unknown-run", "results/inan/screen/ptb/small_al_interval_nobais/metrics.json", None,
-     ["Inan screening run", "no run al_interval_nobais", "'al_interval_nobias'"]),
+    ("inan-screen-unknown-run", "results/inan/screen/ptb/small_al_later_tnrom7/metrics.json", None,
+     ["Inan screening run", "no run al_later_tnrom7", "'al_later_tnorm7'"]),
     ("inan-screen-bad-override", "all", "inan:\n  screen:\n    runs: [{variant: al, tag: x, overrides: {tua: 5}}]\n",
      ["tua"]),
     ("inan-beta-above-one", "results/inan/subspace/zero_w_sgd/tau10_beta1.5.json", None,
