@@ -128,7 +128,7 @@ def section(ctx: Context) -> str:
                                    "does not give these settings; this sweep is how the pipeline's choice is "
                                    "checked against data.", source=ctx.source("inan_ablation")))
     if "inan_screen" in res.raw:
-        out += ["### Screening the schedule and the augmented loss's form on a short budget",
+        out += ["### Screens: an informative soft target, the AL weight and RE, on a short budget",
                 B.table(res.raw["inan_screen"],
                         ["model", "tag", "baseline", "schedule", "embedding_dropout", "tau", "target_norm", "alpha",
                          "train_tokens", "valid_ppl", "gain_over_vd", "best_gain_over_vd", "soft_entropy_ratio",
