@@ -95,13 +95,19 @@ def add_config_args(parser: argparse.ArgumentParser, files: str = "default confi
     _config_args(parser)
 
 
-def load_section(args: argparse.Namespace, section: str) -> dict[str, Any]:
-    """The config of ``args``, read and checked as ``train`` reads it, as ``experiments.section_config``: the rule's
-    ``spec`` param, keys sorted as there (what the job's provenance records)."""
+def load_view(args: argparse.Namespace, view: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """``view`` of the config of ``args`` (read and checked as ``train`` reads it): the rule's ``spec`` param, keys
+    sorted as there (what the job's provenance records)."""
     from replicate import experiments
 
-    return json.loads(experiments.spec_json(experiments.section_config(
-        experiments.load_config(args.configfile, args.config), section)))
+    return json.loads(experiments.spec_json(view(experiments.load_config(args.configfile, args.config))))
+
+
+def load_section(args: argparse.Namespace, section: str) -> dict[str, Any]:
+    """The global keys and ``section`` of the config of ``args`` (``experiments.section_config``)."""
+    from replicate import experiments
+
+    return load_view(args, lambda config: experiments.section_config(config, section))
 
 
 def train(argv: list[str]) -> int:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from replicate import devices, provenance
 from replicate import io as rio
-from replicate.cli import add_config_args, log, load_section
+from replicate.cli import add_config_args, log, load_section, load_view
 from replicate.errors import ReplicateError
 
 
@@ -65,14 +65,11 @@ def cmd_figures(args) -> int:
 
 
 def cmd_memory(args) -> int:
-    from replicate.experiments import load_config, spec_json
     from replicate.llama import ModelConfig
     from replicate.initial_loss.runs import memory_benchmark_config
     from replicate.initial_loss.sweep import BRANCHES, sample_tokens, streamed_losses
 
-    started = provenance.now()
-    # the rule's spec param, keys sorted as there (the provenance records it)
-    config = json.loads(spec_json(memory_benchmark_config(load_config(args.configfile, args.config))))
+    started, config = provenance.now(), load_view(args, memory_benchmark_config)
     section, bench = config["initial_loss"], config["initial_loss"]["memory_benchmark"]
     devices.setup(args.threads, False)
     trunk = ModelConfig(vocab_size=section["vocab_size"], d_model=bench["width"], n_layers=section["n_layers"],
