@@ -1,11 +1,8 @@
 # Tied input/output embeddings: one DAG from raw data to the report.
 # Thin on purpose: config, validation, rule files. All logic lives in the `replicate` package.
-import os
-
-from snakemake.utils import min_version, validate  # validate: report.smk fills the paper preset's defaults
+from snakemake.utils import min_version
 
 from replicate.experiments import check_config
-from replicate.validate import Schemas
 
 min_version("9.0")
 
@@ -22,9 +19,8 @@ report: "workflow/report/workflow.rst"
 
 
 # The config checked (defaults filled in, then every configured run resolved) as `python -m replicate train` and
-# `check-config` check it: replicate/experiments.py. SCHEMAS: the plan-time checks of values in a target's path.
-SCHEMAS = Schemas(os.path.join(workflow.basedir, "workflow", "schemas"))
-RUNS = check_config(config, SCHEMAS.directory)
+# `check-config` check it: replicate/experiments.py.
+RUNS = check_config(config)
 
 
 envvars:

@@ -36,20 +36,16 @@ COMMANDS = {  # command -> ("module" (its main) or "module:function", help)
 }
 
 
-def _usage() -> str:
-    lines = ["usage: python -m replicate <command> [options]", "", "commands:"]
-    lines += [f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run `python -m replicate <command> --help` for the options of one command."]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    usage = "\n".join(["usage: python -m replicate <command> [options]", "", "commands:",
+                       *(f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()),
+                       "", "Run `python -m replicate <command> --help` for the options of one command."])
     if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
+        print(usage)
         return 0 if argv else 2
     if argv[0] not in COMMANDS:
-        print(f"error: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
+        print(f"error: unknown command {argv[0]!r}\n\n{usage}", file=sys.stderr)
         return 2
     module, _, function = COMMANDS[argv[0]][0].partition(":")
     try:
@@ -60,20 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        print(f"error: {disk_full(exc)}", file=sys.stderr)
+        where = f" writing {exc.filename}" if exc.filename else ""
+        print(f"error: no space left on the device{where} ({exc.strerror}); every file written through "
+              "replicate/io.py keeps its previous version (a checkpoint, a result), none is truncated\n  fix: free "
+              "space (or raise the quota) and rerun the same command or target: training resumes from the last "
+              "checkpoint", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(interrupted_line(argv), file=sys.stderr)
         return 130
-
-
-def disk_full(exc: OSError) -> ReplicateError:
-    """A full disk (or quota) while a command wrote, named: the atomic writers kept each file's previous version."""
-    where = f" writing {exc.filename}" if exc.filename else ""
-    return ReplicateError(f"no space left on the device{where} ({exc.strerror}); every file written through "
-                          "replicate/io.py keeps its previous version (a checkpoint, a result), none is truncated",
-                          "free space (or raise the quota) and rerun the same command or target: training "
-                          "resumes from the last checkpoint")
 
 
 def interrupted_line(argv: list[str]) -> str:

@@ -56,9 +56,9 @@ def shorten_files(files: list[str], keep: int = KEEP_FILES) -> list[str]:
     return [*files[:keep], f"... {len(files) - keep} more ({len(files)} files)"]
 
 
-def shorten_reason(reason: str, keep: int = KEEP_FILES) -> str:
+def shorten_reason(reason: str) -> str:
     """A Snakemake reason ("Missing output files: a, b; Input files updated by another job: c") with short lists."""
-    return "; ".join(f"{label}{sep}{', '.join(shorten_files(files.split(', '), keep))}" if sep else label
+    return "; ".join(f"{label}{sep}{', '.join(shorten_files(files.split(', ')))}" if sep else label
                      for label, sep, files in (part.partition(": ") for part in reason.split("; ")))
 
 
@@ -113,9 +113,13 @@ class ShortPlanFilter(logging.Filter):
                 record.shellcmd = shorten_command(record.shellcmd)
             if isinstance(record.msg, str):
                 record.msg = shorten_command(record.msg)
-        elif event == "job_error":
-            if self.interrupted or self.how:
-                self._one_line(record, self.how or "Ctrl-C")
+        elif event == "job_error" and (self.interrupted or self.how):  # a stopped job's "Error in rule": one line
+            output = shorten_files(list(getattr(record, "output", None) or []), keep=1)
+            log = ", ".join(getattr(record, "log", None) or []) or "none"
+            record.msg = (f"interrupted ({self.how or 'Ctrl-C'}): rule {getattr(record, 'rule_name', '?')}"
+                          f"{f' ({output[0]})' if output else ''}, its log: {log}; {RESUME}")
+            record.event, record.args, self.how = None, None, None
+            self.stopped += 1
         elif event in ("", "error") and isinstance(record.msg, str) and not record.args:  # plain lines, errors
             self.interrupted |= record.msg.startswith(INTERRUPTED)
             exception = getattr(record, "exception", None)
@@ -127,15 +131,6 @@ class ShortPlanFilter(logging.Filter):
                              "last checkpoint)"
             record.msg = wrap_long_lines(record.msg)
         return True
-
-    def _one_line(self, record: logging.LogRecord, how: str) -> None:
-        """Turn a stopped job's "Error in rule" record into one plain line."""
-        output = shorten_files(list(getattr(record, "output", None) or []), keep=1)
-        log = ", ".join(getattr(record, "log", None) or []) or "none"
-        record.event, record.args, self.how = None, None, None
-        record.msg = (f"interrupted ({how}): rule {getattr(record, 'rule_name', '?')}"
-                      f"{f' ({output[0]})' if output else ''}, its log: {log}; {RESUME}")
-        self.stopped += 1
 
 
 class PlanCostFilter(logging.Filter):
@@ -359,20 +354,15 @@ class ProgressWatcher:
         self._stop.set()
 
 
-def interval_from_env() -> float:
-    """REPLICATE_PROGRESS_SECONDS (default 60; 0 or less: no progress lines)."""
+def start(logs_dir: str | Path, emit: Callable[[str], None], plan: Iterable[PlannedJob] = (),
+          cores: int | None = None) -> ProgressWatcher | None:
+    """A started watcher of ``logs_dir`` every REPLICATE_PROGRESS_SECONDS (default 60), None when that is 0 or less."""
     text = os.environ.get(ENV_INTERVAL, "").strip()
     try:
-        return float(text) if text else DEFAULT_INTERVAL
+        interval = float(text) if text else DEFAULT_INTERVAL
     except ValueError:
         raise ReplicateError(f"{ENV_INTERVAL}={text!r} is not a number of seconds",
                              f"set {ENV_INTERVAL} to e.g. 60, or 0 to turn the progress lines off") from None
-
-
-def start(logs_dir: str | Path, emit: Callable[[str], None], plan: Iterable[PlannedJob] = (),
-          cores: int | None = None) -> ProgressWatcher | None:
-    """A started watcher of ``logs_dir``, or None when REPLICATE_PROGRESS_SECONDS turns it off."""
-    interval = interval_from_env()
     return ProgressWatcher(logs_dir, emit, interval, plan, cores).start() if interval > 0 else None
 
 

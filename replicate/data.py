@@ -73,13 +73,6 @@ FIX_LOCAL = (f"put the files in a folder with the sub-folders ptb/ and wikitext-
 DOWNLOAD_ERRORS = (OSError, tarfile.TarError, zipfile.BadZipFile, KeyError)  # requests' errors are OSErrors
 
 
-def source(name: str) -> Source:
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise ReplicateError(f"unknown data set {name!r}", f"use one of {sorted(DATASETS)}") from None
-
-
 def _verify(src: Source, fname: str, path: Path, origin: str) -> None:
     got = rio.file_sha256(path)
     want = src.sha256[fname]
@@ -109,7 +102,7 @@ def resolve_local_dir(config_dir: str | None) -> Path | None:
 def fetch(name: str, out_dir: str | os.PathLike, local_dir: str | os.PathLike | None = None,
           timeout: float = 60.0) -> dict[str, str]:
     """Place the verified raw files of data set ``name`` in ``out_dir``; return {file: origin}."""
-    src = source(name)
+    src = DATASETS[name]  # a name the CLI's choices and the rules' wildcards allow
     out = rio.make_folder(out_dir)
     if local_dir is not None:
         return _fetch_local(src, Path(local_dir), out)
@@ -223,7 +216,7 @@ def prepare(name: str, raw_dir: str | os.PathLike, out_corpus: str | os.PathLike
     pytorch/examples does) and save token ids; return the stats."""
     import torch
 
-    src = source(name)
+    src = DATASETS[name]
     raw = Path(raw_dir)
     tokens = {}
     for split, fname in src.files.items():
@@ -267,7 +260,7 @@ def corpus_digest(path: str | os.PathLike) -> str:
 def holds_prepared(path: str | os.PathLike, name: str) -> bool:
     """Whether ``path`` holds the corpus that ``prepare`` writes for data set ``name`` (its pinned digest)."""
     try:
-        return corpus_digest(path) == source(name).corpus
+        return corpus_digest(path) == DATASETS[name].corpus
     except (OSError, zipfile.BadZipFile):  # none, or not an archive
         return False
 

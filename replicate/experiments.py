@@ -1,7 +1,6 @@
-"""The experiment as the unit: each experiment declares its training runs in ``replicate/<experiment>/runs.py``
-(``KINDS``, one rule each; ``runs(config) -> {run_id: Run}``; ``run(config, run_id) -> Run`` for any valid run id,
-one spelling each), with the checks they share; the config is read here as Snakemake reads it, so the workflow,
-``python -m replicate train`` and ``check-config`` agree. Imports nothing heavy."""
+"""The experiment as the unit: each declares its training runs in ``replicate/<experiment>/runs.py`` (``KINDS``,
+one rule each; ``runs(config) -> {run_id: Run}``; ``run(config, run_id) -> Run``); the config is read here as
+Snakemake reads it, so the workflow, ``python -m replicate train`` and ``check-config`` agree."""
 
 from __future__ import annotations
 
@@ -270,16 +269,6 @@ def read_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
-    """``overlay`` over ``base`` as Snakemake merges config files: nested keys merge, lists replace."""
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            merge(base[key], value)
-        else:
-            base[key] = value
-    return base
-
-
 def parse_override(entry: str) -> dict[str, Any]:
     """One ``--config KEY=VALUE`` as Snakemake reads it: an int, a float, a boolean, else YAML (all strings)."""
     key, sep, raw = entry.partition("=")
@@ -307,28 +296,26 @@ def config_args(files, overrides) -> str:
 def load_config(files: list[str] | None = None, overrides: list[str] = ()) -> dict[str, Any]:
     """The config of ``snakemake --configfile FILES --config OVERRIDES`` (config/config.yaml without files),
     checked as the Snakefile checks it (``check_config``)."""
+    from snakemake.utils import update_config  # Snakemake's own merge: nested keys merge, lists replace
+
     config: dict[str, Any] = {}
-    for path in files or [DEFAULT_CONFIGFILE]:
-        merge(config, read_file(path))
-    for entry in overrides:
-        merge(config, parse_override(entry))
+    for overlay in [*map(read_file, files or [DEFAULT_CONFIGFILE]), *map(parse_override, overrides)]:
+        update_config(config, overlay)
     check_config(config)
     return config
 
 
-def check_config(config: dict[str, Any], schema_dir: str | Path = SCHEMA_DIR) -> dict[str, dict[str, Run]]:
+def check_config(config: dict[str, Any]) -> dict[str, dict[str, Run]]:
     """Fill in the schemas' defaults and refuse what they do not allow, then resolve every configured run of every
     experiment (names, settings, memory): {experiment: {run_id: Run}}. The Snakefile and the CLI call it."""
     from snakemake.utils import validate  # the defaults, exactly as the Snakefile's `validate` fills them
 
-    schemas = Schemas(schema_dir)
     for name in CONFIG_SECTIONS:
         data = config if name == "config" else config.setdefault(name, {})
-        prefix = "" if name == "config" else name
         try:
-            validate(data, str(Path(schema_dir, f"{name}.schema.yaml").resolve()))
+            validate(data, str(SCHEMA_DIR / f"{name}.schema.yaml"))
         finally:  # the short message of a refusal, and what JSON Schema lets through: nan, inf
-            schemas.check_config(data, f"{name}.schema.yaml", prefix)
+            SCHEMAS.check_config(data, f"{name}.schema.yaml", "" if name == "config" else name)
     return {experiment: declaration(experiment).runs(config) for experiment in DECLARATIONS}
 
 
@@ -339,6 +326,6 @@ def report_config(config: dict[str, Any]) -> dict[str, Any]:
 
     paper = read_file(PAPER_CONFIGFILE)
     for section in paths.GROUPS:
-        validate(paper.setdefault(section, {}), str(Path(SCHEMA_DIR, f"{section}.schema.yaml").resolve()))
+        validate(paper.setdefault(section, {}), str(SCHEMA_DIR / f"{section}.schema.yaml"))
     return run_config(config, report=config["report"], sections={k: config[k] for k in paths.GROUPS},
                       full_protocol={k: paper[k] for k in ("protocol", *paths.GROUPS)})

@@ -8,9 +8,7 @@ import contextlib
 import errno
 import glob
 import hashlib
-import io
 import json
-import math
 import os
 import tempfile
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from replicate.errors import ReplicateError
+from replicate.finite import not_finite
 
 CHECKSUM_SUFFIX = ".sha256"
 STALE_SECONDS = 3600  # a temporary this old is a killed write's leftover (no write of ours takes an hour)
@@ -130,13 +129,20 @@ def nonfinite(obj: Any, where: str = "") -> list[str]:
         return [p for k, v in obj.items() for p in nonfinite(v, f"{where}.{k}" if where else str(k))]
     if isinstance(obj, (list, tuple)):
         return [p for i, v in enumerate(obj) for p in nonfinite(v, f"{where}[{i}]")]
-    if hasattr(obj, "item") and getattr(obj, "ndim", 0) == 0:
-        obj = obj.item()
-    elif hasattr(obj, "tolist"):
+    if hasattr(obj, "tolist") and getattr(obj, "ndim", 0):  # an array
         return nonfinite(obj.tolist(), where)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return [f"{where or '(top level)'} = {obj}"]
-    return []
+    return [f"{where or '(top level)'} = {obj}"] if not_finite(obj) else []
+
+
+def replace_block(path: str | os.PathLike, begin: str, end: str, text: str | None, fix: str) -> None:
+    """Write ``text`` between the lines ``begin`` and ``end`` of the file ``path`` (None: only check they are there)."""
+    old = Path(path).read_text(encoding="utf-8")
+    head, found_begin, rest = old.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not (found_begin and found_end):
+        raise ReplicateError(f"{path} has no {begin} ... {end} block", fix)
+    if text is not None:
+        write_text(path, f"{head}{begin}\n{text}{end}{tail}")
 
 
 def read_json(path: str | os.PathLike) -> Any:
@@ -146,9 +152,7 @@ def read_json(path: str | os.PathLike) -> Any:
 
 def write_csv(path: str | os.PathLike, frame) -> None:
     """Write a pandas DataFrame as CSV atomically (no index column)."""
-    buf = io.StringIO()
-    frame.to_csv(buf, index=False)
-    write_text(path, buf.getvalue())
+    write_text(path, frame.to_csv(index=False))
 
 
 def torch_save(path: str | os.PathLike, obj: Any) -> None:

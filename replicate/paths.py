@@ -18,14 +18,6 @@ def under_results(*rel: str) -> str | list[str]:
     return under(RESULTS, *rel)
 
 
-def png(stem: str) -> str:
-    return f"{stem}.png"
-
-
-def svg(stem: str) -> str:
-    return f"{stem}.svg"
-
-
 # ---------------------------------------------------------------------------------------- data
 DATA_RAW = "data/raw/{dataset}"
 DATA_CORPUS = "data/{dataset}/corpus.pt"

@@ -1,17 +1,10 @@
-"""Shared figure style and output: one look for every figure of the report.
-
-``use_style()`` once before plotting; ``save_figure(fig, stem)`` writes ``stem.png`` and
-``stem.svg`` atomically (``replicate.io.atomic_path``) and closes the figure.
-
-Every figure is drawn at the width the report shows it (``DISPLAY_PX``: the report's text column),
-not drawn large and shrunk: ``save_figure`` sets the figure to that width (its height kept), raises any
-text below ``MIN_FONT_PT`` to it, lays it out again until the PNG is at most ``DISPLAY_PX`` (and at least
-``DISPLAY_PX - SLACK_PX``) wide, so that the browser shows it at its own size. At ``DPI`` = 100, 1 pt of
-the figure is 100 / 96 CSS points, so the text reads at least ``MIN_FONT_PT`` points in the browser. The SVG is the full-size file the report links.
-"""
+"""One figure style for the report: ``use_style()`` before plotting; ``save_figure(fig, stem)`` writes ``stem.png``
+and ``stem.svg`` atomically, drawn at the width the report shows it (``DISPLAY_PX``, text at least ``MIN_FONT_PT``:
+the browser shows the PNG at its own size), and closes the figure."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -20,6 +13,7 @@ matplotlib.use("Agg")  # files only; never needs a display
 
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from replicate.io import atomic_path  # noqa: E402
 
@@ -45,9 +39,8 @@ def use_style(font_scale: float = 1.0) -> None:
 
 
 def fit_to_display(fig, width_px: int = DISPLAY_PX, min_pt: float = MIN_FONT_PT) -> None:
-    """Resize ``fig`` (height kept) so that its PNG at ``DPI``, with a tight bounding box (legends and
-    titles outside the axes included), is at most ``width_px`` and at least ``width_px - SLACK_PX`` wide,
-    with no text below ``min_pt``."""
+    """Resize ``fig`` (height kept) so that its tight PNG at ``DPI`` is ``width_px - SLACK_PX`` to ``width_px``
+    wide, with no text below ``min_pt``."""
     for text in fig.findobj(matplotlib.text.Text):
         if text.get_text() and text.get_fontsize() < min_pt:
             text.set_fontsize(min_pt)
@@ -59,21 +52,12 @@ def fit_to_display(fig, width_px: int = DISPLAY_PX, min_pt: float = MIN_FONT_PT)
                 fig.tight_layout()
             except (ValueError, RuntimeError):
                 pass
-        written = _png_width(fig, DPI)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=DPI)
+        written = Image.open(buf).size[0]
         if width_px - SLACK_PX <= written <= width_px:
             return
         fig.set_size_inches(fig.get_size_inches()[0] * (width_px - SLACK_PX / 2) / written, height)
-
-
-def _png_width(fig, dpi: float) -> int:
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    buf.seek(0)
-    return Image.open(buf).size[0]
 
 
 def save_figure(fig, stem: str | Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:

@@ -17,6 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from replicate import io as rio
 from replicate import paths
 from replicate.errors import ReplicateError
 
@@ -25,6 +26,7 @@ CORPUS_SHAPES: dict[str, dict[str, int]] = {
     "ptb": {"vocab": 10_000, "train": 929_589, "valid": 73_760, "test": 82_430},
     "wikitext2": {"vocab": 33_278, "train": 2_088_628, "valid": 217_646, "test": 245_569},
 }
+corpus_shape = CORPUS_SHAPES.__getitem__  # a dataset the schemas and wildcards allow
 
 BASE_MB = {"cpu": 800, "cuda": 3000}  # python + torch (+ CUDA runtime on GPU nodes), host RSS
 CPU_FLOPS_PER_THREAD = 12e9  # sustained fp32 model math per torch thread (measured ~27e9 here)
@@ -97,13 +99,6 @@ class Estimate:
 def device_kind(device: str) -> str:
     """'cuda' when the config asks for a GPU explicitly (cuda, cuda:N), else 'cpu' (auto included)."""
     return "cuda" if str(device).startswith("cuda") else "cpu"
-
-
-def corpus_shape(dataset: str) -> dict[str, int]:
-    try:
-        return CORPUS_SHAPES[dataset]
-    except KeyError:
-        raise ValueError(f"no corpus shape for dataset {dataset!r}; known: {sorted(CORPUS_SHAPES)}") from None
 
 
 def _round_up(x: float, step: int) -> int:
@@ -218,14 +213,6 @@ class ExperimentCost:
     minutes: int = 0
     unestimated: dict[str, int] = dataclasses.field(default_factory=lambda: defaultdict(int))  # rule -> jobs
 
-    @property
-    def hours(self) -> float:
-        return self.minutes / 60
-
-    @property
-    def gpu_hours(self) -> float:
-        return gpu_hours(self.hours)
-
 
 def parse_plan(text: str) -> dict[str, ExperimentCost]:
     """Per experiment: jobs, estimated minutes and the rules of jobs without an estimate, from a `snakemake -n` plan
@@ -260,7 +247,7 @@ def table(costs: dict[str, ExperimentCost]) -> str:
     total = ExperimentCost(jobs=sum(c.jobs for c in costs.values()), minutes=sum(c.minutes for c in costs.values()))
     for name, c in [*((name, costs[name]) for name in order), ("total", total)]:
         missing = "" if c is total else ", ".join(f"{r} x{n}" for r, n in sorted(c.unestimated.items())) or "none"
-        rows.append(f"| {name} | {c.jobs} | {c.hours:.1f} | {c.gpu_hours:.1f} | {missing} |")
+        rows.append(f"| {name} | {c.jobs} | {c.minutes / 60:.1f} | {gpu_hours(c.minutes / 60):.1f} | {missing} |")
     return "\n".join(rows)
 
 
@@ -281,14 +268,7 @@ def docs_block(plans: list[dict[str, ExperimentCost]]) -> str:
 
 def write_docs(plans: list[dict[str, ExperimentCost]], page: str = DOCS_PAGE) -> None:
     """Replace the generated block of ``page`` (its markers must be there)."""
-    with open(page, encoding="utf-8") as fh:
-        text = fh.read()
-    if BLOCK_BEGIN not in text or BLOCK_END not in text:
-        raise ReplicateError(f"{page} has no {BLOCK_BEGIN} ... {BLOCK_END} block", f"put the two markers back into {page}")
-    head, rest = text.split(BLOCK_BEGIN, 1)
-    tail = rest.split(BLOCK_END, 1)[1]
-    with open(page, "w", encoding="utf-8") as fh:
-        fh.write(f"{head}{BLOCK_BEGIN}\n{docs_block(plans)}{BLOCK_END}{tail}")
+    rio.replace_block(page, BLOCK_BEGIN, BLOCK_END, docs_block(plans), f"put the two markers back into {page}")
 
 
 def plan(snakemake_args: list[str], remaining: bool = False) -> str:

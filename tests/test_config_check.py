@@ -6,7 +6,6 @@ import pytest
 
 from support.workflow import REPO_ROOT
 from replicate import cli
-from replicate.experiments import merge
 
 PRESET = str(REPO_ROOT / "config" / "config.yaml")
 
@@ -43,10 +42,6 @@ def test_the_presets_pass(capsys):
     for preset in ("config.yaml", "paper.yaml", "smoke.yaml"):
         assert cli.main(["check-config", str(REPO_ROOT / "config" / preset)]) == 0
     assert "config valid" in capsys.readouterr().out
-
-
-def test_merge_as_snakemake_nested_keys_merge_lists_replace():
-    assert merge({"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}) == {"a": {"b": 1, "c": [3]}}
 
 
 def test_keys_repeated_apart_or_through_a_merge_are_not_duplicates(tmp_path):

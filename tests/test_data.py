@@ -298,9 +298,12 @@ def test_env_var_wins_over_config(monkeypatch, tmp_path):
     assert data.resolve_local_dir(None) is None
 
 
-def test_unknown_dataset():
-    with pytest.raises(ReplicateError, match="unknown data set 'c4'"):
-        data.source("c4")
+def test_unknown_dataset(capsys):
+    from replicate import data_cli
+
+    with pytest.raises(SystemExit):
+        data_cli.main(["fetch", "--dataset", "c4", "--out", "raw"])
+    assert "invalid choice: 'c4'" in capsys.readouterr().err
 
 
 def test_load_corpus_corrupt_file(tmp_path):

@@ -63,7 +63,7 @@ def test_interval_from_the_environment(monkeypatch, tmp_path):
     assert console.start(tmp_path, print) is None
     monkeypatch.setenv(console.ENV_INTERVAL, "soon")
     with pytest.raises(ReplicateError, match="REPLICATE_PROGRESS_SECONDS"):
-        console.interval_from_env()
+        console.start(tmp_path, print)
 
 
 DONE = "[small_wt/seed1] done: train 60.00 (clean 58.00) valid 130.00 test 125.00"

@@ -15,7 +15,7 @@ import pytest
 
 from replicate import cli
 from replicate.errors import ReplicateError
-from replicate.publish.restore import restore
+from replicate.publish.bundle import restore
 
 from support.workflow import SMOKE_RESULTS, job_counts, run_snakemake, workflow_copy
 

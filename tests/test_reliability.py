@@ -29,7 +29,7 @@ from replicate.lstm.config import resolve
 from replicate.press_wolf.cells import cell_settings
 from replicate.publish import bundle as bundle_mod
 from replicate.publish import checks
-from replicate.publish.restore import restore
+from replicate.publish.bundle import restore
 
 SPEC = {"name": "tiny/seed1", "settings": {"size": "small", "hidden_size": 8, "batch_size": 4, "bptt": 5,
                                            "epochs": 1, "max_batches": 3, "eval_max_tokens": 200, "log_every": 100}}

@@ -82,7 +82,7 @@ def test_sweep_estimate_grows_with_width():
 
 def test_device_kind():
     assert [res.device_kind(d) for d in ("auto", "cpu", "cuda", "cuda:1")] == ["cpu", "cpu", "cuda", "cuda"]
-    with pytest.raises(ValueError, match="wikitext103"):
+    with pytest.raises(KeyError, match="wikitext103"):
         res.corpus_shape("wikitext103")
 
 

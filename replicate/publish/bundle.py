@@ -1,11 +1,11 @@
 """Publish finished results into the tracked bundle: merge, rebuild the report, write the manifest, then swap the
-new bundle in by renaming (a reader sees the old bundle or the new one, never a mix); rebuild or redraw it."""
+new bundle in by renaming (a reader sees the old bundle or the new one, never a mix); rebuild or redraw it; restore
+its runs into a results folder."""
 
 from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import io
 import os
 import shutil
@@ -17,9 +17,12 @@ import pandas as pd
 
 from replicate import io as rio
 from replicate import paths, provenance
+from replicate.data import DATASETS
 from replicate.errors import ReplicateError
 from replicate.publish import checks
-from replicate.publish.catalogue import EXPERIMENTS, NEVER, Scan, files_under, owner, present, read_json, scan
+from replicate.publish.catalogue import (EXPERIMENTS, NEVER, Scan, benchmark_file, files_under, owner, present,
+                                         read_json, scan)
+from replicate.reportkit.labels import listed
 
 MANIFEST = "MANIFEST.json"
 
@@ -111,9 +114,9 @@ def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict
     bundle.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{bundle.name}.publish-", dir=bundle.parent)).resolve()
     try:
-        # The report names its results folder and links files relative to it: build it in a copy laid out
-        # as the bundle is seen from the working folder, so that it reads as `report build --results <bundle>`.
-        shown = _shown(bundle)
+        # The report names its results folder and links files relative to it: build it in a copy laid out as the
+        # bundle is seen from the working folder (a relative path inside it, else its name), as `report build` would.
+        shown = bundle.as_posix() if not bundle.is_absolute() and ".." not in bundle.parts else bundle.name
         stage = tmp / shown
         _stage(p, stage, replace)
         with contextlib.chdir(tmp):
@@ -121,7 +124,14 @@ def publish(p: Plan, replace: bool = False, max_bytes: int = 20_000_000) -> dict
         manifest = _manifest(stage, set(p.publishable), read_manifest(bundle))
         rio.write_json(stage / MANIFEST, manifest)
         _check_size(manifest, max_bytes)
-        _swap(stage, bundle, tmp / "previous")
+        if bundle.exists():  # swapped in by renaming: a reader sees the old bundle or the new one
+            os.replace(bundle, tmp / "previous")
+        try:
+            os.replace(stage, bundle)
+        except OSError:
+            if (tmp / "previous").exists():
+                os.replace(tmp / "previous", bundle)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
@@ -149,12 +159,6 @@ def _check_size(manifest: dict, max_bytes: int) -> None:
                              f"(largest: {largest})",
                              "leave the large files out of the experiment's published files "
                              "(replicate/publish/catalogue.py), or raise --max-mb")
-
-
-def _shown(bundle: Path) -> str:
-    """The bundle's path as given when it is relative and inside the working folder, else its name."""
-    inside = not bundle.is_absolute() and ".." not in bundle.parts
-    return bundle.as_posix() if inside else bundle.name
 
 
 def build_report(root: Path) -> None:
@@ -201,8 +205,7 @@ def rebuild(bundle: str | Path, redraw: bool = False) -> list[str]:
     return changed
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+sha256 = rio.file_sha256
 
 
 def _entry(root: Path, rel: str) -> dict:
@@ -243,17 +246,6 @@ def _manifest(stage: Path, published: set[str], previous: dict) -> dict:
         }
     return {"format": 1, **stamp, "experiments": experiments,
             "files": {rel: _entry(stage, rel) for rel in files}}
-
-
-def _swap(stage: Path, bundle: Path, previous: Path) -> None:
-    if bundle.exists():
-        os.replace(bundle, previous)
-    try:
-        os.replace(stage, bundle)
-    except OSError:
-        if previous.exists():
-            os.replace(previous, bundle)
-        raise
 
 
 def _csv(bundle: Path, rel: str, **kw) -> pd.DataFrame | None:
@@ -303,3 +295,46 @@ def redraw_figures(bundle: str | Path) -> list[Path]:
         if all(f is not None for f in frames):
             written += draw(*frames)
     return written
+
+
+def restore(bundle: str | Path, results: str | Path, experiments: list[str] | None = None) -> dict[str, list[str]]:
+    """``publish --restore``: copy the bundle's finished, restorable runs (``Run.restorable``) of ``experiments``
+    (default: all) into ``results``, all or nothing, each file checked against MANIFEST.json; run id -> files copied
+    (a file already there with the same bytes is kept). The corpora must be there first, so that Snakemake sees the
+    restored runs as newer than their inputs and builds the tables over them without training."""
+    bundle, results = Path(bundle), Path(results)
+    files = read_manifest(bundle).get("files")
+    if not files:
+        raise ReplicateError(f"{bundle} has no MANIFEST.json with files", "restore from a published bundle")
+    absent = [rel for rel in files if not (bundle / rel).is_file()]
+    if absent:
+        raise ReplicateError(f"{bundle} lacks {len(absent)} file(s) its MANIFEST.json lists ({listed(absent, 5)}"
+                             "); nothing restored (a partial bundle would restore some runs of a table and "
+                             "not others)", f"restore the bundle from git (git checkout -- {bundle}), or publish it again")
+    missing = [rel for rel in (paths.DATA_CORPUS.format(dataset=name) for name in DATASETS)
+               if not (results / rel).is_file()]
+    if missing:
+        targets = " ".join(f"{results.as_posix()}/{rel}" for rel in missing)
+        raise ReplicateError(f"{results} has no prepared {', '.join(missing)}: a corpus prepared after the restore "
+                             "would be newer than the restored runs, and Snakemake would train them again",
+                             f"prepare the data first: snakemake --cores 2 {targets}")
+    copies: dict[str, list[str]] = {}
+    for name in experiments or present(bundle):
+        for run in scan(bundle, name).runs:
+            if run.restorable:
+                bench = benchmark_file(run.id)
+                copies[run.id] = run.files + ([bench] if (bundle / bench).is_file() else [])
+    todo = []
+    for rel in (rel for run_files in copies.values() for rel in run_files):
+        entry = files.get(rel)
+        if entry is None or entry["sha256"] != sha256(bundle / rel):
+            raise ReplicateError(f"{bundle / rel} differs from MANIFEST.json", "restore the bundle from git")
+        dest = results / rel
+        if not dest.exists():
+            todo.append(rel)
+        elif sha256(dest) != entry["sha256"]:
+            raise ReplicateError(f"{dest} exists and differs from the bundle's copy",
+                                 "move it away, or restore into another folder (--results)")
+    for rel in todo:  # written now, so newer than the corpora: Snakemake sees the run as done
+        rio.write_bytes(results / rel, (bundle / rel).read_bytes())
+    return {run: [f for f in run_files if f in todo] for run, run_files in copies.items()}

@@ -173,10 +173,6 @@ def _record_protocol(record: dict) -> str | None:
     return protocol_label(record_config(record).get("protocol", record.get("protocol")))
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     run_id = kind.run.format(name=name)
     marker = kind.marker.format(run=run_id, name=name)
@@ -189,7 +185,7 @@ def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     bad = [f"{k} = {v}" for k, v in record.items() if not_finite(v)]  # a number of its own (history not read)
     if bad:
         run.nonfinite = f"{marker}: {', '.join(bad)}"
-    absent = [k for k in kind.final if not _finite(record.get(k))]
+    absent = [k for k in kind.final if type(record.get(k)) not in (int, float) or not math.isfinite(record[k])]
     if absent:
         run.missing = f"{Path(marker).name} has no final {', '.join(absent)}"
         return run
@@ -229,9 +225,8 @@ def declared(experiment: str, name: str) -> dict[str, str] | None:
     """The wildcards of ``name`` (a run id under the experiment's folder) when a declaration trains it, else None."""
     from replicate.experiments import kinds
 
-    patterns = (k.pattern.format(**{w: f"(?P<{w}>{c})" for w, c in k.constraints.items()}) for k in kinds()
-                if k.experiment == experiment)
-    return next((m.groupdict() for p in patterns if (m := re.fullmatch(p, name))), None)
+    return next((m.groupdict() for k in kinds() if k.experiment == experiment and (m := k.regex().fullmatch(name))),
+                None)
 
 
 def benchmark_file(run_id: str) -> str:

@@ -5,7 +5,7 @@ experiment, in what is published and against the bundle."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import functools
 import math
 from pathlib import Path
@@ -27,15 +27,11 @@ IGNORED = frozenset({"log_every", "checkpoint_minutes", "threads", "name", "allo
 
 
 @functools.cache
-def _preset(label: str) -> dict[str, Any]:
-    """The preset's config as the Snakefile sees it: the file, checked, the schemas' defaults filled in."""
+def preset(label: str) -> dict[str, Any]:
+    """The preset's config as the Snakefile sees it (checked, the schemas' defaults filled in; cached: read only)."""
     from replicate.experiments import load_config
 
     return load_config([str(provenance.PROJECT_ROOT / PRESETS[label])])
-
-
-def preset(label: str) -> dict[str, Any]:
-    return copy.deepcopy(_preset(label))
 
 
 def differences(recorded: Any, expected: Any, where: str = "") -> list[str]:
@@ -43,9 +39,9 @@ def differences(recorded: Any, expected: Any, where: str = "") -> list[str]:
     if isinstance(recorded, dict) and isinstance(expected, dict):
         return [d for k in sorted(set(recorded) | set(expected), key=str) if k not in IGNORED
                 for d in differences(recorded.get(k, "unset"), expected.get(k, "unset"), f"{where}.{k}" if where else k)]
-    unset = (None, "unset")  # not set = the default
+    unset, number = (None, "unset"), (int, float)  # not set = the default
     if (recorded == expected or (recorded in unset and expected in unset)
-            or (_number(recorded) and _number(expected) and float(recorded) == float(expected))):
+            or (type(recorded) in number and type(expected) in number and float(recorded) == float(expected))):
         return []
     return [f"{where}: {_show(recorded)} -> {_show(expected)}"]
 
@@ -57,14 +53,11 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _run(run: str, record: dict, p: dict) -> list[str]:
     """A declared run: its dataset, engine settings and Inan's augmented loss against those its declaration
     resolves from the preset for the same run id."""
     from replicate.experiments import resolve_run
+    from replicate.lstm.config import resolve
 
     experiment, _, run_id = run.partition("/")
     expected = resolve_run({**p, "max_job_memory_gib": math.inf}, experiment, run_id)  # not this machine's limit
@@ -75,22 +68,14 @@ def _run(run: str, record: dict, p: dict) -> list[str]:
     return differences({"dataset": config.get("dataset") or (config.get("inan_run") or {}).get("dataset"),
                         "engine": engine_view(resolved.get("model"), resolved.get("train")),
                         "augmented_loss": {k: info.get(k, defaults.get(k)) for k in al}},
-                       {"dataset": expected.dataset, "engine": engine_view(*_resolve(expected.settings, vocab)),
+                       {"dataset": expected.dataset,
+                        "engine": engine_view(*map(dataclasses.asdict, resolve(expected.settings, vocab))),
                         "augmented_loss": {k: expected.guarded[k] for k in al}})
 
 
 # the engine's settings that change no number, and those that the schedule's learning rates (``lrs``) replace
 ENGINE_SKIPPED = frozenset({"log_every", "checkpoint_minutes", "eval_window", "lr", "schedule", "decay",
                             "decay_interval", "max_epoch"})
-
-
-def _resolve(settings: dict, vocab_size: int) -> tuple[dict, dict]:
-    import dataclasses
-
-    from replicate.lstm.config import resolve
-
-    model, train = resolve(settings, vocab_size)
-    return dataclasses.asdict(model), dataclasses.asdict(train)
 
 
 def engine_view(model: dict | None, train: dict | None) -> dict:
@@ -162,7 +147,7 @@ def mismatch(experiment: str, kind: str, run: str, protocol: str | None, record:
     if protocol not in PRESETS or check is None:
         return None
     try:
-        found = check(run, record, _preset(protocol))
+        found = check(run, record, preset(protocol))
     except (KeyError, TypeError, ValueError, AttributeError, ReplicateError) as exc:  # a record too old or too odd to rebuild
         found = [f"its settings cannot be rebuilt from the preset ({type(exc).__name__}: {exc})"]
     if not found:
@@ -248,16 +233,14 @@ def rows_of_skipped(scan: Scan, root: Path) -> list[str]:
     return out
 
 
-def _wrong_fixes(kinds: set[str], results: Path) -> list[str]:
-    fixes = {"nonfinite": "a diverged run is never published: delete its folder and train it again with a lower "
-                          "learning rate or clip value",
-             "preset": "train those runs with the preset their protocol label names (snakemake <target> "
-                       "--configfile config/<preset>.yaml), or label the settings they used as a protocol of "
-                       "their own (protocol: <name> in the config they ran with); a setting of one Press & Wolf "
-                       "run belongs in an @ ablation cell (small@lr=0.5)",
-             "tables": f"build the table again once all its runs have finished (snakemake <table>), or move the "
-                       f"table and the runs out of {results}"}
-    return [fixes[k] for k in fixes if k in kinds]
+FIXES = {"nonfinite": "a diverged run is never published: delete its folder and train it again with a lower "
+                        "learning rate or clip value",
+         "preset": "train those runs with the preset their protocol label names (snakemake <target> --configfile "
+                   "config/<preset>.yaml), or label the settings they used as a protocol of their own (protocol: "
+                   "<name> in the config they ran with); a setting of one Press & Wolf run belongs in an @ ablation "
+                   "cell (small@lr=0.5)",
+         "tables": "build the table again once all its runs have finished (snakemake <table>), or move the table and "
+                   "the runs out of {results}"}
 
 
 def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle: Path) -> None:
@@ -272,7 +255,7 @@ def refuse(scans: dict[str, Scan], held: dict[str, Scan], results: Path, bundle:
     bad = {k: v for k, v in bad.items() if v}
     if not problems and not clashes and not bad:
         return
-    fixes = _wrong_fixes(set(bad), results)
+    fixes = [fix.format(results=results) for kind, fix in FIXES.items() if kind in bad]
     if problems:
         fixes.append(f"rerun the runs named above under one code version and protocol (move the others out of "
                      f"{results}, or delete them and rerun their targets)")

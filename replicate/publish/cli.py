@@ -12,7 +12,7 @@ import argparse
 from replicate.publish import bundle as bundle_mod
 from replicate.publish import checks
 from replicate.publish import readme as readme_mod
-from replicate.publish import restore as restore_mod
+from replicate.publish.bundle import restore
 from replicate.publish.catalogue import EXPERIMENTS
 
 
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     if args.restore:
-        copied = restore_mod.restore(args.bundle, args.results, args.experiment)
+        copied = restore(args.bundle, args.results, args.experiment)
         print(f"restored into {args.results}: {sum(map(len, copied.values()))} files of {len(copied)} runs "
               f"({sum(1 for f in copied.values() if not f)} already there)")
         return 0

@@ -18,6 +18,7 @@ from replicate.publish.bundle import read_manifest
 from replicate.publish.catalogue import EXPERIMENTS
 
 BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
+FIX = f"add the two lines {BEGIN} and {END} where the block belongs, or pass --no-readme"
 
 
 def dirty_note(entry: dict) -> str:
@@ -148,27 +149,14 @@ def render(bundle: str | Path, shown: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _span(text: str, readme: Path) -> tuple[int, int]:
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise ReplicateError(f"{readme} has no measured-results block",
-                             f"add the two lines {BEGIN} and {END} where the block belongs, or pass --no-readme")
-    return start + len(BEGIN), end
-
-
 def check(readme: str | Path) -> None:
     """Raise unless ``readme`` exists and holds the markers."""
-    readme = Path(readme)
-    if not readme.is_file():
+    if not Path(readme).is_file():
         raise ReplicateError(f"{readme} not found", "pass --readme <README.md of the checkout>, or --no-readme")
-    _span(readme.read_text(encoding="utf-8"), readme)
+    rio.replace_block(readme, BEGIN, END, None, FIX)
 
 
 def update(readme: str | Path, bundle: str | Path) -> None:
     """Rewrite the block between the markers of ``readme`` from ``bundle``."""
-    readme, bundle = Path(readme), Path(bundle)
-    text = readme.read_text(encoding="utf-8")
-    start, end = _span(text, readme)
-    shown = Path(os.path.relpath(bundle.resolve(), readme.resolve().parent)).as_posix()
-    rio.write_text(readme, text[:start] + "\n" + render(bundle, shown) + text[end:])
-
+    shown = Path(os.path.relpath(Path(bundle).resolve(), Path(readme).resolve().parent)).as_posix()
+    rio.replace_block(readme, BEGIN, END, render(bundle, shown), FIX)

@@ -2,7 +2,6 @@
 # code_version(<the modules its job computes with>), a hash of them and of the math they import
 # (replicate/provenance.py): Snakemake (--rerun-triggers params, the default) reruns the jobs an edit can change.
 import functools
-import json
 import os
 import sys
 
@@ -13,7 +12,7 @@ from replicate import console, data, experiments, paths
 from replicate.experiments import spec_json
 from replicate.provenance import code_version
 from replicate.validate import explain as explain_target
-from replicate.validate import SettingError, nearest, parse_text
+from replicate.validate import parse_text  # initial_loss_common.smk
 
 # Jobs run `python -m replicate ...` with the interpreter that runs Snakemake, so a venv works
 # without activation (Snakemake does not put its own bin folder on the jobs' PATH).
@@ -99,12 +98,6 @@ def plan_check(check):
         return []
 
     return no_input
-
-
-def check_wildcard(wildcards, key, ref, where, fix):
-    """The wildcard ``key`` parsed (replicate.validate.parse_text) and checked against the schema node ``ref``
-    (SCHEMAS, the Snakefile's: a value from a path meets the same types, bounds and enums as the config)."""
-    return SCHEMAS.check(parse_text(getattr(wildcards, key)), ref, key=key, where=where, fix=fix)
 
 
 def engine_flags(keep_checkpoint=None):

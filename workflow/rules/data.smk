@@ -14,7 +14,7 @@ rule fetch_data:
     output:
         directory(R(paths.DATA_RAW)),
     params:
-        sha256=lambda wildcards: data.source(wildcards.dataset).sha256,
+        sha256=lambda wildcards: data.DATASETS[wildcards.dataset].sha256,
         # where from, how patient: not rerun triggers (a param function of the output is none), the files are the same
         local_dir=lambda wildcards, output: config["data"]["local_dir"] or "",
         timeout=lambda wildcards, output: config["data"]["download_timeout"],
@@ -32,7 +32,7 @@ rule prepare_data:
         corpus=R(paths.DATA_CORPUS),
         stats=R(paths.DATA_STATS),
     params:
-        corpus=lambda wildcards: data.source(wildcards.dataset).corpus,
+        corpus=lambda wildcards: data.DATASETS[wildcards.dataset].corpus,
     log:
         R("logs/data/prepare_{dataset}.log"),
     shell:

@@ -92,9 +92,9 @@ rule inan_figure1:
                      category="Inan et al.", labels={"table": "Figure 1 data"}),
         runs=R(paths.INAN_FIGURE1_RUNS),
         epochs=R(paths.INAN_FIGURE1_EPOCHS),
-        png=report(R(paths.png(paths.INAN_FIGURE1_FIGURE)), caption="../report/inan_figure1.rst",
+        png=report(R(f"{paths.INAN_FIGURE1_FIGURE}.png"), caption="../report/inan_figure1.rst",
                    category="Inan et al.", labels={"figure": "Figure 1"}),
-        svg=R(paths.svg(paths.INAN_FIGURE1_FIGURE)),
+        svg=R(f"{paths.INAN_FIGURE1_FIGURE}.svg"),
     params:
         spec=section_spec("inan"),
         args=config_args,

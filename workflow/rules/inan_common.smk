@@ -32,7 +32,7 @@ def inan_targets():
     if INAN_SC["enabled"] and INAN_SCREEN_RUNS:
         out.append(R(paths.INAN_SCREEN))
     if INAN_SUB["enabled"]:
-        out += R(paths.INAN_FIGURE1, paths.png(paths.INAN_FIGURE1_FIGURE))
+        out += R(paths.INAN_FIGURE1, f"{paths.INAN_FIGURE1_FIGURE}.png")
         if len(INAN_READINGS) > 1:
             out.append(R(paths.INAN_READINGS))
     return out

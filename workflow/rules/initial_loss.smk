@@ -36,7 +36,7 @@ rule initial_loss_figures:
         families=R(paths.IL_FAMILIES),
     output:
         *(out for stem, caption in zip(paths.IL_FIGURES, ("vs_width", "standard_init", "embedding_share"))
-          for out in (il_report(paths.png(stem), caption), R(paths.svg(stem)))),
+          for out in (il_report(f"{stem}.png", caption), R(f"{stem}.svg"))),
     params:
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
         code=code_version("initial_loss.figures", "plotting"),

@@ -18,5 +18,5 @@ def il_report(rel, caption):
 
 
 def initial_loss_targets():
-    out = R(paths.IL_SUMMARY, paths.IL_THEORY, paths.IL_FAMILIES, *(paths.png(f) for f in paths.IL_FIGURES))
+    out = R(paths.IL_SUMMARY, paths.IL_THEORY, paths.IL_FAMILIES, *(f"{f}.png" for f in paths.IL_FIGURES))
     return out + ([R(paths.IL_MEMORY)] if IL["memory_benchmark"]["enabled"] else [])

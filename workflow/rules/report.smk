@@ -15,13 +15,13 @@ rule report_learning_curves:
         paper="paper/reference/press_wolf_table6.csv",
     output:
         report(
-            R(paths.png(paths.PW_LEARNING_CURVES)),
+            R(f"{paths.PW_LEARNING_CURVES}.png"),
             caption="../report/report_learning_curves.rst",
             category="Press & Wolf",
             subcategory="Figures",
             labels={"figure": "learning curves"},
         ),
-        R(paths.svg(paths.PW_LEARNING_CURVES)),
+        R(f"{paths.PW_LEARNING_CURVES}.svg"),
     params:
         stem=subpath(output[0], strip_suffix=".png"),
         code=code_version("report.figures", "plotting"),
@@ -35,7 +35,7 @@ rule report_learning_curves:
 rule report:
     input:
         results=lambda wildcards: experiment_targets(),
-        curves=lambda wildcards: R(paths.png(paths.PW_LEARNING_CURVES)) if press_wolf_histories() else [],
+        curves=lambda wildcards: R(f"{paths.PW_LEARNING_CURVES}.png") if press_wolf_histories() else [],
         template=config["report"]["template"],
         paper=sorted(glob.glob("paper/reference/*.csv")),
         captions=sorted(glob.glob("workflow/report/*.rst")),
