@@ -46,12 +46,6 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _torch_load(path: Path):
-    import torch  # only when a tree has torch files
-
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
 def _csv_rows(text: str) -> list[list[str]]:
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
@@ -83,7 +77,10 @@ def difference(a: Path, b: Path) -> str | None:
         if suffix == "json":
             return None if _same(json.loads(raw_a), json.loads(raw_b)) else "JSON differs (volatile keys aside)"
         if suffix == "pt":
-            return None if _same(_torch_load(a), _torch_load(b)) else "torch file differs (volatile keys aside)"
+            import torch  # only when a tree has torch files
+
+            same = _same(*(torch.load(p, map_location="cpu", weights_only=False) for p in (a, b)))
+            return None if same else "torch file differs (volatile keys aside)"
         if suffix == "csv":
             ra, rb = _csv_rows(raw_a.decode()), _csv_rows(raw_b.decode())
             if ra == rb:

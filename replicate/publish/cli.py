@@ -1,9 +1,7 @@
 """``python -m replicate publish``: copy the finished results of a run into the tracked bundle.
 
 Merges with the bundle's other experiments, refuses mixed code versions or protocols within one, rebuilds the
-bundle's report, writes MANIFEST.json and the README's measured-results block (``--restore``: the other way;
-``--retire``: drop the bundle files a glob names).
-"""
+bundle's report, writes MANIFEST.json and the README's measured-results block (``--restore``: the other way)."""
 
 from __future__ import annotations
 
