@@ -168,9 +168,7 @@ def sweep_estimate(section: dict[str, Any], width: int, threads: int = 1) -> Est
     chunk = min(section.get("chunk_tokens", 1024), section["batch_size"] * section["seq_len"])
     act = 3 * chunk * n + 4 * section["batch_size"] * section["seq_len"] * d
     mem = BASE_MB["cpu"] + SAFETY * 4 * (2 * held + act) / 2**20
-    trunks = 0
-    for entry in section["trunks"]:
-        trunks += math.prod(len(v) if isinstance(v, list) else 1 for v in entry.values())
+    trunks = sum(math.prod(len(v) if isinstance(v, list) else 1 for v in entry.values()) for entry in section["trunks"])
     passes = trunks * len(section["seeds"]) * len(section.get("token_distributions", ["uniform"]))
     numbers = passes * (2 * n * d + layers * block)
     seconds = numbers / (RNG_NUMBERS_PER_S_PER_THREAD * max(1, int(threads)))
