@@ -70,31 +70,20 @@ VIEWS = {
 }
 
 
-def fmt(value, percent: bool = False) -> str:
-    """A table cell: integers as such; ``percent``: a ratio as % (1 decimal); else 1 decimal from 100 up, 2 from 1
-    up, 3 significant digits below, trailing zeros dropped where the value has no more digits (92.6, 150.0)."""
+def fmt(value) -> str:
+    """A table cell: integers as such, else 1 decimal from 100 up, 2 from 1 up, 3 significant digits below, trailing
+    zeros dropped where the value has no more digits (92.6, 150.0)."""
     if isinstance(value, str):
         return value.replace("|", "\\|")
     if value is None or pd.isna(value):
         return "—"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return str(value)
-    if percent:
-        return f"{value * 100:.1f} %"
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     text = f"{value:.1f}" if abs(value) >= 100 else f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
     short = text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
     return short if abs(float(short) - value) <= 1e-9 * max(1.0, abs(value)) else text  # 92.6, but 150.0
-
-
-def _table(frame: pd.DataFrame, view: View) -> list[str]:
-    cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
-    rows = view.rows(frame)[cols]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(map(fmt, row)) + " |"
-              for row in rows.itertuples(index=False)]
-    return lines
 
 
 def table_versions(name: str, rel: str, runs: dict) -> str:
@@ -116,7 +105,10 @@ def _experiment(bundle: Path, shown: str, name: str, entry: dict) -> list[str]:
              f"published {entry.get('published')} from commit `{commit}`{dirty_note(entry)}.", ""]
     tables = [(path, view) for view in VIEWS[name] for path in sorted(bundle.glob(view.csv))]
     for path, view in tables:
-        rows = _table(pd.read_csv(path, dtype={"std": str}), view)
+        frame = pd.read_csv(path, dtype={"std": str})
+        cols = [c for c in (*view.keys, *view.values) if c in frame.columns]
+        rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols),
+                *("| " + " | ".join(map(fmt, row)) + " |" for row in view.rows(frame)[cols].itertuples(index=False))]
         rel = path.relative_to(bundle).as_posix()
         if len(rows) > 2:  # a claims file with no claim of this experiment shows nothing
             lines += [f"From `{shown}/{rel}`{table_versions(name, rel, entry.get('runs', {}))}:", "", *rows, ""]
