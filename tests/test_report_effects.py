@@ -178,7 +178,7 @@ def test_pools_group_seeds_by_cell_and_protocol(tmp_path):
     assert two.runs() == ["small_wt_pr@epochs=2/seed2", "small_wt_pr@epochs=2/seed3"] and two.dof() == 1
     mean = 345.0
     assert two.rel_sd("valid_ppl") == pytest.approx(math.sqrt(((360 / mean - 1) ** 2 + (330 / mean - 1) ** 2) / 1))
-    assert two.wall_s == 200.0 and two.timed == 2
+    assert two.cost()[0] == 200.0 and two.cost()[2] == 2
     # a claim at the paper's settings never borrows the 2-epoch noise
     a = noise.allowance(pools, ["press_wolf"], 120.0, 1, 1)
     assert a.value is None and "no repeated run" in a.note
@@ -188,7 +188,7 @@ def test_pools_group_seeds_by_cell_and_protocol(tmp_path):
     pools = noise.scan(tmp_path)
     p = pools["press_wolf"]
     assert p.runs() == ["small/seed1", "small/seed2", "small_wt/seed1", "small_wt/seed2"] and p.dof() == 2
-    assert p.timed == 3  # one run without a benchmark file: counted as untimed, not as zero seconds
+    assert p.cost()[2] == 3  # one run without a benchmark file: counted as untimed, not as zero seconds
     s = p.rel_sd("valid_ppl")
     a = noise.allowance(pools, ["inan_table1", "press_wolf"], 94.0, 1, 1)
     # a 95 % t interval on the pool's 2 dof (t = 4.30), not the 2 of a z; borrowed, and said so at the number

@@ -10,8 +10,7 @@ import pandas as pd
 from replicate.inan.shape import SHAPE_TOLERANCE, beta_shape, tau_effect
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.claims import (HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
-                                        scope_note, with_effects)
+from replicate.reportkit.claims import HOLDS, Claim, Verdict, checked, f2, not_run, pair_effect, rows_of, scope_note
 from replicate.reportkit.sections import distinct
 
 # Inan Table 1 has no repeated run in the default preset: its single-seed rows borrow the seed noise of Press
@@ -46,9 +45,9 @@ def _inan_beats_vd(r, variant: str) -> Verdict:
         return not_run(f"Table 1 small rows VD-LSTM and {variant} (PTB) not present")
     v = got["small"]
     ok = v[variant] < v["VD-LSTM"] and v[f"{variant} test"] < v["VD-LSTM test"]
-    return with_effects(checked(ok, f"small valid: VD-LSTM {f2(v['VD-LSTM'])} → {variant} {f2(v[variant])}; test "
-                              f"{f2(v['VD-LSTM test'])} → {f2(v[f'{variant} test'])}"),
-                 *_inan_diff(r, "small", "VD-LSTM", variant, ("valid", "test")))
+    return checked(ok, f"small valid: VD-LSTM {f2(v['VD-LSTM'])} → {variant} {f2(v[variant])}; test "
+                       f"{f2(v['VD-LSTM test'])} → {f2(v[f'{variant} test'])}",
+                   *_inan_diff(r, "small", "VD-LSTM", variant, ("valid", "test")))
 
 
 def inan_al_beats_re_small(r) -> Verdict:
@@ -56,8 +55,8 @@ def inan_al_beats_re_small(r) -> Verdict:
     if not got:
         return not_run("Table 1 small rows +AL and +RE (PTB) not present")
     v = got["small"]
-    return with_effects(checked(v["+AL"] < v["+RE"], f"small valid: +AL {f2(v['+AL'])} vs +RE {f2(v['+RE'])}"),
-                 *_inan_diff(r, "small", "+RE", "+AL"))
+    return checked(v["+AL"] < v["+RE"], f"small valid: +AL {f2(v['+AL'])} vs +RE {f2(v['+RE'])}",
+                   *_inan_diff(r, "small", "+RE", "+AL"))
 
 
 def inan_re_beats_al_larger(r) -> Verdict:
@@ -66,8 +65,8 @@ def inan_re_beats_al_larger(r) -> Verdict:
         return not_run("Table 1 medium/large rows +AL and +RE (PTB) not present")
     ok = all(v["+RE"] < v["+AL"] for v in got.values())
     ev = "; ".join(f"{s} valid: +RE {f2(v['+RE'])} vs +AL {f2(v['+AL'])}" for s, v in got.items())
-    return with_effects(checked(ok, ev), *[e for s in got for e in _inan_diff(r, s, "+AL", "+RE")],
-                 scope=scope_note(list(got), ("medium", "large"), "sizes"))
+    return checked(ok, ev, *[e for s in got for e in _inan_diff(r, s, "+AL", "+RE")],
+                   scope=scope_note(list(got), ("medium", "large"), "sizes"))
 
 
 # "best" allows a tie this close: the paper's own small +AL and +REAL rows tie at 86.3 valid
@@ -94,8 +93,7 @@ def inan_real_best(r) -> Verdict:
         effects += _inan_diff(r, size, others.idxmin(), "+REAL")
     if not sizes:
         return not_run("no size with +REAL and another row in Table 1 (PTB)")
-    return with_effects(checked(ok, "; ".join(parts)), *effects,
-                 scope=scope_note(sizes, INAN_SIZES, "sizes"))
+    return checked(ok, "; ".join(parts), *effects, scope=scope_note(sizes, INAN_SIZES, "sizes"))
 
 
 def _figure1_curve(r, panel: str, x: str) -> list[tuple[float, float]]:
@@ -157,9 +155,9 @@ def inan_distance_rapid_in_beta(r) -> Verdict:
     if len(curve) < 3:
         return not_run("Figure 1a needs at least three beta values")
     s = beta_shape(curve)
-    v = checked(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
-                             f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}")
-    return with_effects(v, scope=_readings_with(r, _flag("rapid_in_beta"), "decrease rapidly in β"))  # a shape only
+    return checked(s["rapid"], f"fall {s['fall']:.3f} from the smallest to the largest β, "
+                               f"{s['first_step_share']:.0%} of it in the first β step; {_figure1_basis(r)}",
+                   scope=_readings_with(r, _flag("rapid_in_beta"), "decrease rapidly in β"))  # a shape only
 
 
 def _spread_allowance(f: pd.DataFrame, lo: pd.Series, hi: pd.Series) -> tuple[float | None, str]:
@@ -178,15 +176,15 @@ def inan_distance_lower_at_larger_tau(r) -> Verdict:
         return not_run("Figure 1b needs at least two tau values")
     e = tau_effect(curve)
     (t0, d0), (t1, d1) = sorted(curve)[0], sorted(curve)[-1]
-    v = checked(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
-                                           f"(β = 1); {_figure1_basis(r)}")
     f = r.frames.get("inan_figure1")
     b = f[f["panel"] == "b"].sort_values("tau")
     allow, how = _spread_allowance(f, b.iloc[0], b.iloc[-1])
     seeds = tuple(int(x) for x in b["n_seeds"].iloc[[0, -1]]) if "n_seeds" in b.columns else (1, 1)
-    return with_effects(v, E.Effect(f"subspace distance at τ = {t0:g} − at τ = {t1:g}", None, d0 - d1, "",
-                             seeds, allow, how, dof=sum(seeds) - 2 if allow is not None else None),
-                 scope=_readings_with(r, _flag("lower_at_larger_tau"), "are lower at larger τ"))
+    return checked(e["lower_at_larger_tau"], f"distance {d0:.3f} at τ = {t0:g} → {d1:.3f} at τ = {t1:g} "
+                                             f"(β = 1); {_figure1_basis(r)}",
+                   E.Effect(f"subspace distance at τ = {t0:g} − at τ = {t1:g}", None, d0 - d1, "", seeds, allow, how,
+                            dof=sum(seeds) - 2 if allow is not None else None),
+                   scope=_readings_with(r, _flag("lower_at_larger_tau"), "are lower at larger τ"))
 
 
 def inan_distance_falls_with_beta(r) -> Verdict:
@@ -195,10 +193,10 @@ def inan_distance_falls_with_beta(r) -> Verdict:
         return not_run("Figure 1a needs at least two beta values")
     (lo, d_lo), (hi, d_hi) = curve[0], curve[-1]
     rho = pd.Series([b for b, _ in curve]).corr(pd.Series([d for _, d in curve]), method="spearman")
-    v = checked(d_hi < d_lo and rho < 0, f"mean distance {d_lo:.3f} at β = {lo:g} → {d_hi:.3f} at β = {hi:g}; "
-                 f"Spearman ρ(β, distance) = {rho:.2f} over {len(curve)} β values; {_figure1_basis(r)}")
     falls = _readings_with(r, lambda row: float(row.get("fall_0_to_1", "nan")) > SHAPE_TOLERANCE, "fall as β → 1")
-    return with_effects(v, scope=falls)  # a shape: the level at β = 1 is its own claim
+    return checked(d_hi < d_lo and rho < 0, f"mean distance {d_lo:.3f} at β = {lo:g} → {d_hi:.3f} at β = {hi:g}; "
+                   f"Spearman ρ(β, distance) = {rho:.2f} over {len(curve)} β values; {_figure1_basis(r)}",
+                   scope=falls)  # a shape: the level at β = 1 is its own claim
 
 
 def inan_distance_level(r) -> Verdict:
@@ -206,8 +204,8 @@ def inan_distance_level(r) -> Verdict:
     if level is None or level.paper is None:
         return not_run("Figure 1a has no point at the largest β with the paper's value beside it")
     beta = r.frames["inan_figure1"]["beta"].max()
-    return with_effects(Verdict(HOLDS, f"distance {level.ours:.3f} at β = {beta:g} against the "
-                                f"paper's about {level.paper:g}; {_figure1_basis(r)}"), level)
+    return Verdict(HOLDS, f"distance {level.ours:.3f} at β = {beta:g} against the paper's about {level.paper:g}; "
+                          f"{_figure1_basis(r)}", [level])
 
 
 CLAIMS: list[Claim] = [

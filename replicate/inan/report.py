@@ -16,6 +16,7 @@ from replicate.inan.subspace import METRICS
 from replicate.inan.train import VARIANTS
 
 SIZES = ("small", "medium", "large")
+RANK = {v: i for i, v in enumerate((*SIZES, *VARIANTS))}  # the tables' order of sizes and variants
 
 
 RUN_METRICS = ("train_ppl", "valid_ppl", "test_ppl")
@@ -61,24 +62,26 @@ def protocol_label(protocol: str, run: dict[str, Any]) -> str:
     return f"{protocol} ({'; '.join(extra)})"
 
 
+def _row(m: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """A run's settings and perplexities as the Inan tables name them."""
+    info, train, model = m["inan"], m["resolved"]["train"], m["resolved"].get("model", {})
+    return {"dataset": info.get("dataset"), "size": info.get("size"), "model": VARIANTS[info["variant"]]["label"],
+            "variant": info["variant"], **{k: info.get(k) for k in SETTINGS},
+            "dropout_rate": model.get("dropout_rate"), "embedding_dropout": model.get("embedding_dropout"),
+            "epochs": train["epochs"], "hours": run_hours(m), "train_ppl": m.get("train_ppl"),
+            "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"], "protocol": protocol_label(protocol, m)}
+
+
+SETTINGS = ("tau", "gamma", "alpha", "soft_target_grad", "prediction_bias", "target_norm")
+
+
 def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     """Our valid/test perplexities beside the paper's (difference = ours - paper; relative = / paper)."""
-    runs = _load(metrics_paths)
     paper = pd.read_csv(paper_csv)
-    rows = []
-    for m in runs:
-        info = m["inan"]
-        rows.append({"dataset": info["dataset"], "size": info["size"], "model": VARIANTS[info["variant"]]["label"],
-                     "variant": info["variant"], "tau": info.get("tau"), "gamma": info.get("gamma"),
-                     "alpha": info.get("alpha"), "soft_target_grad": info.get("soft_target_grad"),
-                     "prediction_bias": info.get("prediction_bias"), "target_norm": info.get("target_norm"),
-                     "embedding_dropout": m["resolved"]["model"]["embedding_dropout"],
-                     "dropout_rate": m["resolved"]["model"]["dropout_rate"],
-                     "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m), "params": m.get("num_parameters"),
-                     "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
-                     "protocol": protocol_label(protocol, m),
-                     # +AL / +REAL: how informative y~ ended up (its training writes it; runs from before: none)
-                     **{new: (m.get("soft_target") or {}).get(old) for old, new in TABLE1_SOFT.items()}})
+    # +AL / +REAL: how informative y~ ended up (its training writes it; runs from before: none)
+    rows = [_row(m, protocol) | {"params": m.get("num_parameters")}
+            | {new: (m.get("soft_target") or {}).get(old) for old, new in TABLE1_SOFT.items()}
+            for m in _load(metrics_paths)]
     ours = pd.DataFrame(rows)
     merged = ours.merge(paper.rename(columns={"valid_ppl": "paper_valid_ppl", "test_ppl": "paper_test_ppl",
                                               "source": "paper_source"}),
@@ -86,27 +89,18 @@ def table1(metrics_paths, paper_csv, protocol: str) -> pd.DataFrame:
     for split in ("valid", "test"):
         merged[f"{split}_diff"] = merged[f"{split}_ppl"] - merged[f"paper_{split}_ppl"]
         merged[f"{split}_rel_diff"] = merged[f"{split}_diff"] / merged[f"paper_{split}_ppl"]
-    order = {v: i for i, v in enumerate(VARIANTS)}
-    merged["_o"] = merged["variant"].map(order)
-    merged["_s"] = merged["size"].map({s: i for i, s in enumerate(SIZES)})
-    merged = merged.sort_values(["dataset", "_s", "_o"]).drop(columns=["_o", "_s"])
+    merged = merged.sort_values(["dataset", "size", "variant"], key=lambda c: c if c.name == "dataset" else c.map(RANK))
     cols = ["dataset", "size", "model", "valid_ppl", "paper_valid_ppl", "valid_diff", "valid_rel_diff",
-            "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", "tau", "gamma",
-            "alpha", "soft_target_grad", "prediction_bias", "target_norm", *TABLE1_SOFT.values(), "dropout_rate",
-            "embedding_dropout", "epochs",
-            "hours", "protocol",
+            "test_ppl", "paper_test_ppl", "test_diff", "test_rel_diff", "train_ppl", "params", *SETTINGS,
+            *TABLE1_SOFT.values(), "dropout_rate", "embedding_dropout", "epochs", "hours", "protocol",
             "paper_source", "variant"]
     return merged[cols].reset_index(drop=True)
 
 
 def ablation(metrics_paths, protocol: str) -> pd.DataFrame:
-    runs = _load(metrics_paths)
-    rows = [{"dataset": m["inan"]["dataset"], "size": m["inan"]["size"], "model": VARIANTS[m["inan"]["variant"]]["label"],
-             "tau": m["inan"]["tau"], "gamma": m["inan"]["gamma"], "alpha": m["inan"]["alpha"],
-             "soft_target_grad": m["inan"].get("soft_target_grad"), "valid_ppl": m["valid_ppl"],
-             "test_ppl": m["test_ppl"], "train_ppl": m.get("train_ppl"),
-             "epochs": m["resolved"]["train"]["epochs"], "hours": run_hours(m),
-             "protocol": protocol_label(protocol, m)} for m in runs]
+    cols = ["dataset", "size", "model", "tau", "gamma", "alpha", "soft_target_grad", "valid_ppl", "test_ppl",
+            "train_ppl", "epochs", "hours", "protocol"]
+    rows = [{k: _row(m, protocol)[k] for k in cols} for m in _load(metrics_paths)]
     df = pd.DataFrame(rows).sort_values(["tau", "gamma"]).reset_index(drop=True)
     df["best_valid"] = df["valid_ppl"] == df["valid_ppl"].min()
     return df
@@ -141,31 +135,25 @@ def screen(metrics_paths, protocol: str, runs_config: list[dict] | None = None, 
     soft = _soft_target_stats(soft_target_paths)
     rows = []
     for path, m in zip(metrics_paths, _load(metrics_paths)):
-        info, train, model = m["inan"], m["resolved"]["train"], m["resolved"].get("model", {})
+        variant, train = m["inan"]["variant"], m["resolved"]["train"]
         history = Path(path).parent / "history.csv"
-        tag = m["run"].rsplit(f"_{info['variant']}_", 1)[-1]
-        name, sched = run_name(info["variant"], tag), train["schedule"]
-        rows.append({"model": VARIANTS[info["variant"]]["label"], "variant": info["variant"], "tag": tag,
-                     "name": name, "baseline": config.get(name, {}).get("baseline"), "key": budget_key(train),
-                     "schedule": sched, "decay": train["decay"],
-                     "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
-                     "dropout_rate": model.get("dropout_rate"), "embedding_dropout": model.get("embedding_dropout"),
-                     "soft_target_grad": info.get("soft_target_grad"),
-                     "prediction_bias": info.get("prediction_bias"), "tau": info.get("tau"),
-                     "target_norm": info.get("target_norm"), "alpha": info.get("alpha"),
-                     "epochs": train["epochs"], "hours": run_hours(m), "train_tokens": train.get("max_train_tokens"),
-                     "train_ppl": m.get("train_ppl"), "valid_ppl": m["valid_ppl"], "test_ppl": m["test_ppl"],
-                     "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
-                     **soft.get(Path(path).parent.resolve(), dict.fromkeys(SOFT_COLUMNS.values())),
-                     "why": config.get(name, {}).get("why", ""), "protocol": protocol_label(protocol, m)})
+        tag = m["run"].rsplit(f"_{variant}_", 1)[-1]
+        name, sched = run_name(variant, tag), train["schedule"]
+        rows.append(_row(m, protocol) | {
+            "tag": tag, "name": name, "baseline": config.get(name, {}).get("baseline"), "key": budget_key(train),
+            "schedule": sched, "decay": train["decay"],
+            "decay_after": (train["decay_interval"] if sched == "interval" else train["max_epoch"]),
+            "train_tokens": train.get("max_train_tokens"),
+            "best_valid_ppl": pd.read_csv(history)["valid_ppl"].min() if history.is_file() else None,
+            **soft.get(Path(path).parent.resolve(), dict.fromkeys(SOFT_COLUMNS.values())),
+            "why": config.get(name, {}).get("why", "")})
     pairs = pair_baselines(rows)
     df = pd.DataFrame(rows)
     df["baseline"] = df["name"].map(pairs)
     by_name = df.set_index("name")
     for col, out in (("valid_ppl", "gain_over_vd"), ("best_valid_ppl", "best_gain_over_vd")):
         df[out] = df["baseline"].map(by_name[col]) - df[col]
-    order = {v: i for i, v in enumerate(VARIANTS)}
-    df = df.assign(_o=df["variant"].map(order)).sort_values(["_o", "schedule", "tag"]).drop(columns="_o")
+    df = df.sort_values(["variant", "schedule", "tag"], key=lambda c: c.map(RANK) if c.name == "variant" else c)
     cols = ["model", "tag", "baseline", "schedule", "decay_after", "decay", "dropout_rate", "embedding_dropout",
             "soft_target_grad", "prediction_bias", "tau", "target_norm", "alpha", "valid_ppl", "gain_over_vd",
             "best_valid_ppl", "best_gain_over_vd", *SOFT_COLUMNS.values(), "test_ppl", "train_ppl", "epochs",

@@ -7,9 +7,8 @@ from replicate.inan.claims import INAN_SIZES, reading_has_shape
 from replicate.inan.shape import RAPID_FACTOR
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.brief import Paper, answer
-from replicate.reportkit.sections import (Context, config_diff, distinct, listed, missing, ours_paper, protocols_line,
-                                          rel_cols, section_figures)
+from replicate.reportkit.sections import (Context, Paper, answer, config_diff, distinct, listed, missing, ours_paper,
+                                          protocols_line, rel_cols, section_figures)
 from replicate.reportkit.sources import Results, read_table
 
 
@@ -41,33 +40,26 @@ def read(res: Results) -> None:
     read_table(res, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 
 
-SOFT_LEGEND = (" y~: the soft target of the +AL / +REAL rows at the end of training, over the valid split's targets "
-               "(entropy over log |V|: 1 = uniform).")
-
-
 def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
     soft = ("soft_entropy_ratio", "soft_target_mass")
-    cols = {"dataset": "data set", "size": "size", "model": "model",
-            **ours_paper(t), "tau": "tau", "gamma": "gamma", "alpha": "alpha",
-            **{k: labels.column(k) for k in soft},
-            "n_seeds": "seeds", "valid_sd": "valid sd", "test_sd": "test sd", "epochs": "epochs", "dropout_rate": "dropout", "embedding_dropout": "embedding dropout",
-            "hours": "hours (train + valid)", "protocol": "protocol"}
+    cols = {"dataset": "data set", "size": "size", "model": "model", **ours_paper(t), "tau": "tau", "gamma": "gamma",
+            "alpha": "alpha", **{k: labels.column(k) for k in soft}, "n_seeds": "seeds", "valid_sd": "valid sd",
+            "test_sd": "test sd", "epochs": "epochs", "dropout_rate": "dropout",
+            "embedding_dropout": "embedding dropout", "hours": "hours (train + valid)", "protocol": "protocol"}
+    legend = (" y~: the soft target of the +AL / +REAL rows at the end of training, over the valid split's targets "
+              "(entropy over log |V|: 1 = uniform).")
     table = B.table(t, cols, keep=("model",), partial=("tau", "gamma", "alpha"), percent=rel_cols(t),
                     digits={"soft_entropy_ratio": 4, "soft_target_mass": 5},
                     caption="Our perplexities beside Inan et al.'s; rel. diff = (ours − paper) / paper; — = no "
-                            "number in the paper." + (SOFT_LEGEND if t.reindex(columns=soft).notna().any(axis=None)
-                                                      else ""),
+                            "number in the paper." + (legend if t.reindex(columns=soft).notna().any(axis=None) else ""),
                     source=ctx.source("inan_table1"))
-    return B.join([table,
-                   listed(t, "paper_source", "Paper numbers")])
+    return B.join([table, listed(t, "paper_source", "Paper numbers")])
 
 
 PER_RUN_PPL = ("The per-run train and valid perplexities in the CSV are left out: for any β > 0 the augmented term, "
                "scaled by τ²·|V|, dominates the loss, so next-word prediction is barely trained and its perplexity "
                "stays near the vocabulary size |V|; it says nothing about the subspace distance.")
-
-
 PAPER_COLUMNS = ("paper_distance_approx", "diff_vs_paper")
 
 

@@ -11,8 +11,7 @@ from replicate import paths as P
 from replicate.initial_loss.claims import DEFAULT_TOLERANCES, tolerance_nats
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.brief import answer
-from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.reportkit.sections import Context, answer, config_diff, missing, protocols_line, section_figures
 from replicate.reportkit.sources import Results, read_table, relative
 
 ESSAY = ("**Initial loss and embedding share** (the essay's claims; closed-form and configuration checks, "

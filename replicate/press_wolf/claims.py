@@ -5,8 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from replicate.reportkit import labels
-from replicate.reportkit.claims import (Claim, Verdict, checked, f2, not_run, pair_effect, rows_of,
-                                        split_effects, with_effects)
+from replicate.reportkit.claims import Claim, Verdict, checked, f2, not_run, pair_effect, rows_of, split_effects
 # Seed noise of a claim's rows: the repeats at its own protocol (noise.Pool keys).
 PW_NOISE = ["press_wolf"]
 
@@ -25,9 +24,8 @@ def _pairs_lower_eval(r, table: str, pairs, missing: str) -> Verdict:
         ok &= b["valid_ppl"] < a["valid_ppl"] and b["test_ppl"] < a["test_ppl"]
         parts.append(f"{labels.cell(u)} → {labels.cell(t)}: valid {f2(a['valid_ppl'])} → {f2(b['valid_ppl'])}, "
                      f"test {f2(a['test_ppl'])} → {f2(b['test_ppl'])}")
-    return with_effects(checked(ok, "; ".join(parts)),
-                 *[e for u, t, _ in found for e in split_effects(r, frame, u, t, f"{labels.cell(u)} − {labels.cell(t)}",
-                                                         PW_NOISE)])
+    effects = [split_effects(r, frame, u, t, f"{labels.cell(u)} − {labels.cell(t)}", PW_NOISE) for u, t, _ in found]
+    return checked(ok, "; ".join(parts), *[e for pair in effects for e in pair])
 
 
 def pw_large_regulariser_signature(r) -> Verdict:
@@ -37,10 +35,10 @@ def pw_large_regulariser_signature(r) -> Verdict:
         return not_run("Table 5 rows large and large + WT not both present")
     a, b = rows["large"], rows["large_wt"]
     ok = b["train_ppl"] > a["train_ppl"] and b["valid_ppl"] < a["valid_ppl"]
-    return with_effects(checked(ok, f"train {f2(a['train_ppl'])} → {f2(b['train_ppl'])}, "
-                              f"valid {f2(a['valid_ppl'])} → {f2(b['valid_ppl'])} (large → large + WT)"),
-                 pair_effect(r, t5, "large", "large_wt", "train ppl, large + WT − large", PW_NOISE, "train_ppl", -1),
-                 pair_effect(r, t5, "large", "large_wt", "valid ppl, large − large + WT", PW_NOISE))
+    return checked(ok, f"train {f2(a['train_ppl'])} → {f2(b['train_ppl'])}, "
+                       f"valid {f2(a['valid_ppl'])} → {f2(b['valid_ppl'])} (large → large + WT)",
+                   pair_effect(r, t5, "large", "large_wt", "train ppl, large + WT − large", PW_NOISE, "train_ppl", -1),
+                   pair_effect(r, t5, "large", "large_wt", "valid ppl, large − large + WT", PW_NOISE))
 
 
 def _train_change(r, after: str, lower: bool) -> Verdict:
@@ -50,9 +48,9 @@ def _train_change(r, after: str, lower: bool) -> Verdict:
     if rows is None:
         return not_run(f"Table 6 rows small and {name} not both present")
     a, b = rows["small"]["train_ppl"], rows[after]["train_ppl"]
-    return with_effects(checked(b < a if lower else b > a, f"train {f2(a)} → {f2(b)} (small → {name}, no dropout)"),
-                 pair_effect(r, t6, "small", after, f"train ppl, {'small − ' + name if lower else name + ' − small'}",
-                       PW_NOISE, "train_ppl", 1 if lower else -1))
+    return checked(b < a if lower else b > a, f"train {f2(a)} → {f2(b)} (small → {name}, no dropout)",
+                   pair_effect(r, t6, "small", after, f"train ppl, {'small − ' + name if lower else name + ' − small'}",
+                               PW_NOISE, "train_ppl", 1 if lower else -1))
 
 
 def pw_wt_pr_best_small(r) -> Verdict:
@@ -64,10 +62,10 @@ def pw_wt_pr_best_small(r) -> Verdict:
     best_t = min(names, key=lambda n: rows[n]["test_ppl"])
     ok = best_v == best_t == "small_wt_pr"
     runner_up = min(names[:3], key=lambda n: rows[n]["valid_ppl"])
-    return with_effects(checked(ok, f"lowest valid: {labels.cell(best_v)} ({f2(rows[best_v]['valid_ppl'])}); "
-                              f"lowest test: {labels.cell(best_t)} ({f2(rows[best_t]['test_ppl'])})"),
-                 *split_effects(r, t6, runner_up, "small_wt_pr",
-                        f"{labels.cell(runner_up)} (best other) − small + WT + PR", PW_NOISE))
+    return checked(ok, f"lowest valid: {labels.cell(best_v)} ({f2(rows[best_v]['valid_ppl'])}); "
+                       f"lowest test: {labels.cell(best_t)} ({f2(rows[best_t]['test_ppl'])})",
+                   *split_effects(r, t6, runner_up, "small_wt_pr",
+                                  f"{labels.cell(runner_up)} (best other) − small + WT + PR", PW_NOISE))
 
 
 CLAIMS: list[Claim] = [

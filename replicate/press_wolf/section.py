@@ -9,9 +9,8 @@ import pandas as pd
 from replicate import paths as P
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.brief import Paper, answer
-from replicate.reportkit.sections import (Context, config_diff, listed, missing, ours_paper, protocols_line,
-                                          rel_cols, section_figures)
+from replicate.reportkit.sections import (Context, Paper, answer, config_diff, listed, missing, ours_paper,
+                                          protocols_line, rel_cols, section_figures)
 from replicate.reportkit.sources import Results, read_table
 
 PAPER = Paper("Press & Wolf", "Press & Wolf 2017", arxiv="1608.05859", table="press_wolf_table6", table_name="Table 6",
@@ -62,21 +61,16 @@ VARIANT_WHY = {
 }
 
 
-def _pw_runs(res: Results) -> dict[str, list[dict]]:
-    """Per Press & Wolf cell id (overrides included), its runs' metrics.json, in seed order."""
-    runs: dict[str, list[dict]] = {}
-    for path in sorted(res.root.glob("press_wolf/*/seed*/metrics.json")):
-        m = json.loads(path.read_text())
-        runs.setdefault(path.parent.parent.name, []).append(m | {"_seed": path.parent.name.removeprefix("seed")})
-    return runs
-
-
 def _pw_variants(ctx: Context) -> str:
-    """The cells run with overrides (ablations), one row each, with why the cell exists."""
+    """The cells run with overrides (ablations), one row each (its runs' metrics.json), with why the cell exists."""
     from replicate.press_wolf.cells import parse_cell
 
+    by_cell: dict[str, list[dict]] = {}  # cell id (overrides included) -> its runs, in seed order
+    for path in sorted(ctx.results.root.glob("press_wolf/*/seed*/metrics.json")):
+        by_cell.setdefault(path.parent.parent.name, []).append(
+            json.loads(path.read_text()) | {"_seed": path.parent.name.removeprefix("seed")})
     rows = []
-    for cell, runs in _pw_runs(ctx.results).items():
+    for cell, runs in by_cell.items():
         base, over = parse_cell(cell)
         if not over:
             continue

@@ -5,7 +5,6 @@ the template filled (a line ``{{name}}``: a generated block; inline ``{{verdict:
 from __future__ import annotations
 
 import re
-from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -24,9 +23,8 @@ from replicate.reportkit import blocks as B
 from replicate.reportkit import claims as C
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.brief import table_line
 from replicate.reportkit.labels import NOT_RUN, fmt_hours, fmt_percent
-from replicate.reportkit.sections import Context, other_figures, protocols
+from replicate.reportkit.sections import Context, other_figures, protocols, table_line
 from replicate.reportkit.sources import Results, load_benchmarks, load_provenance
 from replicate.scale import claims as scale_claims
 from replicate.scale import section as scale_section
@@ -135,9 +133,9 @@ def pools_table(res) -> str:
     """The repeated runs the allowances come from: protocol, runs, pooled seed sd per split, cost."""
     rows = [{"protocol": pool.label(), "runs": pool.cells(), "dof": pool.dof(),
              **{f"{m} sd": pool.rel_sd(f"{m}_ppl") for m in ("valid", "test", "train")},
-             "cost": (f"{fmt_hours(pool.wall_s)} wall, {fmt_hours(pool.cpu_s)} CPU ({pool.timed} runs timed)"
-                      if pool.timed else "not recorded")}
-            for _, pool in sorted(res.pools.items()) if pool.repeated]
+             "cost": "{} wall, {} CPU ({} runs timed)".format(*map(fmt_hours, cost[:2]), cost[2]) if cost[2]
+             else "not recorded"}
+            for _, pool in sorted(res.pools.items()) if pool.repeated for cost in [pool.cost()]]
     if not rows:
         return B.notice("No repeated run in these results: every verdict that needs the seed noise is inconclusive.")
     frame = pd.DataFrame(rows)
@@ -223,15 +221,10 @@ _BLOCK = re.compile(r"^\{\{\s*([a-z_]+)\s*\}\}$")
 _INLINE = re.compile(r"\{\{\s*([a-z_]+)(?::([a-z0-9_.]+))?\s*\}\}")   # claim ids may hold a dot: _drop0.3
 
 
-def builders() -> dict:
-    sections = {name: module.section for name, module in SECTIONS.items()}
-    return {"summary": section_summary, **sections, "other_figures": other_figures, "compute": section_compute,
-            "provenance": section_provenance}
-
-
 def fill_template(text: str, ctx: Context) -> str:
     """The template with its comments removed and every directive replaced (Markdown)."""
-    blocks = builders()
+    blocks = {"summary": section_summary, **{name: module.section for name, module in SECTIONS.items()},
+              "other_figures": other_figures, "compute": section_compute, "provenance": section_provenance}
     text = re.sub(r"<!--.*?-->\n?", "", text, flags=re.S)
     verdicts = {c.id: v for c, v in ctx.verdicts}
 
@@ -259,14 +252,15 @@ def fill_template(text: str, ctx: Context) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip() + "\n"
 
 
-def _front_matter(markdown: str, stamp: str, answer: str, warning: str, retitle=lambda t: t) -> str:
-    """The title (``retitle``d), then the banner, the build stamp, the plain answer and a table of contents."""
+def _front_matter(markdown: str, ctx: Context, stamp: str) -> str:
+    """The title (as ``heading`` shows it), then the banner, the build stamp, the plain answer and a table of
+    contents."""
     toc = B.bullets([f"[{B.escape(text)}](#{anchor})" for text, anchor in headings(markdown)])
     lines = markdown.split("\n")
     at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
     if at:
-        lines[at - 1] = "# " + retitle(lines[at - 1][2:])
-    front = [warning, stamp, answer, "**Contents**", toc]
+        lines[at - 1] = "# " + heading(ctx.results, lines[at - 1][2:])
+    front = [banner(ctx.results), stamp, glance(ctx), "**Contents**", toc]
     return "\n".join(lines[:at] + [x for block in front if block for x in ("", block)] + [""] + lines[at:])
 
 
@@ -289,8 +283,7 @@ def build(results_dir: str | Path, template: str | Path, out_md: str | Path, out
     git = prov.git_state()
     stamp = (f"Built {prov.now()} from commit {(git.get('commit') or 'unknown')[:10]}"
              f"{' (with uncommitted changes)' if git.get('dirty') else ''}; results folder `{results_dir}`.")
-    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), stamp, glance(ctx), banner(res),
-                             partial(heading, res))
+    markdown = _front_matter(fill_template(template.read_text(encoding="utf-8"), ctx), ctx, stamp)
     doc_title = heading(res, title) if title else next((text for text, _ in headings(markdown, level=1)), "Report")
     if not plain(res):
         doc_title = f"{' + '.join(protocols(res)).upper()} RUN: {doc_title}"

@@ -91,13 +91,10 @@ def _runs(res) -> pd.DataFrame:
     rows = []
     for item in res.provenance:
         p = item["provenance"]
-        cfg = p.get("config") or {}
-        git = p.get("git") or {}
-        pk = p.get("packages") or {}
-        label = run_label(item["path"])
-        rows.append({"experiment": _experiment(res, item["path"]),
-                     "run": label, "protocol": cfg.get("protocol", NOT_RECORDED) if isinstance(cfg, dict) else
-                     NOT_RECORDED, "commit": (git.get("commit") or NOT_RECORDED)[:10],
+        cfg, git, pk = (p.get(k) or {} for k in ("config", "git", "packages"))
+        rows.append({"experiment": _experiment(res, item["path"]), "run": run_label(item["path"]),
+                     "protocol": cfg.get("protocol", NOT_RECORDED) if isinstance(cfg, dict) else NOT_RECORDED,
+                     "commit": (git.get("commit") or NOT_RECORDED)[:10],
                      "dirty": {True: "**yes: uncommitted changes**", False: "no"}.get(git.get("dirty"), NOT_RECORDED),
                      "device": _device_of(p), "torch": pk.get("torch") or NO_VALUE,
                      "python": pk.get("python") or NO_VALUE, "started": p.get("started", NO_VALUE),

@@ -22,9 +22,7 @@ def learning_curves(histories: pd.DataFrame, paper: pd.DataFrame | None = None):
     import seaborn as sns
 
     h = histories[~histories["cell"].str.contains("@")].copy()  # variants are not the paper's curves
-    variants = h["cell"].map(_pw_variant)
-    h["output layer"] = [v[0] for v in variants]
-    h["model"] = [v[1] for v in variants]
+    h["output layer"], h["model"] = zip(*h["cell"].map(_pw_variant))
     long = h.melt(id_vars=["cell", "seed", "epoch", "output layer", "model"], value_vars=["train_ppl", "valid_ppl"],
                   var_name="split", value_name="perplexity")
     long["split"] = long["split"].map({"train_ppl": "train (running)", "valid_ppl": "valid"})

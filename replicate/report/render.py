@@ -95,30 +95,28 @@ def _annotate(state) -> None:
     tokens = state.tokens
     header: list[str] = []
     column = 0
-    colours = state.env.get("colours", True)
-    for i, tok in enumerate(tokens[:-1]):
-        text = tokens[i + 1].content if tokens[i + 1].type == "inline" else ""
+    for tok, nxt in zip(tokens, tokens[1:]):
+        text = nxt.content if nxt.type == "inline" else ""
         if tok.type == "thead_open":
             header = []
         elif tok.type == "th_open":
-            header.append(_plain(tokens[i + 1]))
+            header.append(_plain(nxt))
         elif tok.type == "tr_open":
             column = 0
+        elif tok.type == "heading_open":
+            base = slug(_plain(nxt))
+            seen[base] = seen.get(base, 0) + 1
+            tok.attrSet("id", base if seen[base] == 1 else f"{base}-{seen[base] - 1}")
         elif tok.type == "td_open":
             tok.attrSet("data-label", header[column] if column < len(header) else "")
             column += 1
-        if tok.type == "heading_open":
-            base = slug(_plain(tokens[i + 1]))
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            tok.attrSet("id", base if n == 0 else f"{base}-{n}")
-        elif tok.type == "td_open" and _verdict_class(text):
-            if colours:
-                tok.attrSet("class", _verdict_class(text))
-        elif tok.type == "td_open" and re.fullmatch(r"\*\*[^*]+\*\*", text.strip()):
-            tok.attrSet("class", "past")
-        elif tok.type == "td_open" and max(map(len, text.split()), default=0) > LONG_WORD:
-            tok.attrSet("class", "long")
+            verdict = _verdict_class(text)
+            if verdict and state.env.get("colours", True):
+                tok.attrSet("class", verdict)
+            elif not verdict and re.fullmatch(r"\*\*[^*]+\*\*", text.strip()):
+                tok.attrSet("class", "past")
+            elif not verdict and max(map(len, text.split()), default=0) > LONG_WORD:
+                tok.attrSet("class", "long")
 
 
 def _verdict_class(text: str) -> str | None:

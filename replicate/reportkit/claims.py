@@ -54,8 +54,9 @@ def not_run(why: str) -> Verdict:
     return Verdict(NOT_RUN, why)
 
 
-def checked(ok: bool, evidence: str) -> Verdict:
-    return Verdict(HOLDS if ok else FAILS, evidence)
+def checked(ok: bool, evidence: str, *effects, scope: str = "") -> Verdict:
+    """Holds or fails on ``evidence``, with its ``effects`` (a None one left out) and ``scope``."""
+    return Verdict(HOLDS if ok else FAILS, evidence, [e for e in effects if e is not None], scope)
 
 
 def rows_of(frame: pd.DataFrame | None, key: str, names: list[str], cols: list[str]) -> dict | None:
@@ -110,12 +111,6 @@ def split_effects(r, frame, before: str, after: str, what: str, keys: list[str],
     """The valid and the test effect of before − after: a claim about both splits rests on both."""
     return [pair_effect(r, frame, before, after, f"{split} ppl, {what}", keys, f"{split}_ppl", key=key)
             for split in ("valid", "test")]
-
-
-def with_effects(v: Verdict, *effects, scope: str = "") -> Verdict:
-    v.effects = [e for e in effects if e is not None]
-    v.scope = scope
-    return v
 
 
 def scope_note(run: list[str], claimed: tuple[str, ...], what: str) -> str:

@@ -23,14 +23,16 @@ PROTOCOL_NAMES = {"press_wolf": ("Press & Wolf cells at the paper's settings", "
 class Pool:
     """The repeated runs at one protocol."""
     protocol: str
-    groups: dict[str, dict[int, dict]] = field(default_factory=dict)   # cell -> seed -> metrics
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-    timed: int = 0                                                    # runs with a benchmark file
+    groups: dict[str, dict[int, dict]] = field(default_factory=dict)   # cell -> seed -> metrics (and "_cost")
 
     @property
     def repeated(self) -> dict[str, dict[int, dict]]:
         return {c: s for c, s in self.groups.items() if len(s) >= 2}
+
+    def cost(self) -> tuple[float, float, int]:
+        """(wall s, CPU s, runs timed) of the repeated runs that have a benchmark file."""
+        costs = [m["_cost"] for seeds in self.repeated.values() for m in seeds.values() if "_cost" in m]
+        return sum(c[0] for c in costs), sum(c[1] for c in costs), len(costs)
 
     def runs(self) -> list[str]:
         return [f"{c}/seed{k}" for c, seeds in sorted(self.repeated.items()) for k in sorted(seeds)]
@@ -98,13 +100,6 @@ def scan(root: str | Path) -> dict[str, Pool]:
         cost = _benchmark(root, run_dir)
         if cost is not None:
             pool.groups[cell][int(seed)]["_cost"] = cost
-    for pool in pools.values():
-        for seeds in pool.repeated.values():
-            for metrics in seeds.values():
-                if "_cost" in metrics:
-                    pool.wall_s += metrics["_cost"][0]
-                    pool.cpu_s += metrics["_cost"][1]
-                    pool.timed += 1
     return pools
 
 

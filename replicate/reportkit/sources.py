@@ -45,10 +45,7 @@ def _read_csv(path: Path, **kw) -> pd.DataFrame:
 
 
 def relative(root: Path, path: Path) -> str:
-    try:
-        return str(path.relative_to(root.parent))
-    except ValueError:
-        return str(path)
+    return str(path.relative_to(root.parent) if path.is_relative_to(root.parent) else path)
 
 
 def read_table(res: "Results", key: str, rel: str, cols, **read_kw) -> pd.DataFrame | None:

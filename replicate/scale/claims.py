@@ -9,8 +9,7 @@ import pandas as pd
 
 from replicate.reportkit import effects as E
 from replicate.reportkit import noise
-from replicate.reportkit.claims import (STATUSES, Claim, Verdict, checked, n_seeds, not_run, num, row_of,
-                                        with_effects)
+from replicate.reportkit.claims import STATUSES, Claim, Verdict, checked, n_seeds, not_run, num, row_of
 from replicate.reportkit.labels import NOT_RUN
 
 
@@ -71,22 +70,22 @@ def tf_tying_lowers_test_ppl(r) -> Verdict:
     effect = E.Effect("ln(untied / tied test ppl)", None, ours, "", (n,), (hi - lo) / 2 if known else None,
                       f"95 % t interval over {n} seed pairs ({n - 1} dof)" if known else "one seed pair",
                       flag="one pair" if n == 2 else "", dof=n - 1 if known else None)
-    return with_effects(checked(ours > 0, f"test ppl untied {num(base, 'final_test_ppl'):.1f} (lr {num(base, 'lr'):g}) "
-                                    f"vs tied {num(row, 'final_test_ppl'):.1f} (lr {num(row, 'lr'):g}); "
-                                    f"ln(untied / tied) = {ours:+.3f} (below 0: tied worse)"), effect)
+    return checked(ours > 0, f"test ppl untied {num(base, 'final_test_ppl'):.1f} (lr {num(base, 'lr'):g}) "
+                             f"vs tied {num(row, 'final_test_ppl'):.1f} (lr {num(row, 'lr'):g}); "
+                             f"ln(untied / tied) = {ours:+.3f} (below 0: tied worse)", effect)
 
 
-def _selected(r) -> pd.DataFrame | None:
-    """The transformer runs at each variant's own lr (``selected``), None without them."""
+def _selected(r, col: str, what: str) -> tuple[pd.DataFrame, dict[str, pd.Series]] | Verdict:
+    """The transformer runs at each variant's own lr (``selected``) and {variant: ``col`` by seed} of them, in the
+    table's order; the not-run verdict without them, or without untied and a tied variant."""
     t = r.raw.get("scale_transformer")
-    if t is None or "selected" not in t.columns:
-        return None
-    return t[t["selected"].astype(str).str.lower() == "true"]
-
-
-def _per_variant(sel: pd.DataFrame, col: str) -> dict[str, pd.Series]:
-    """{variant: ``col`` by seed} of the selected runs, in the table's order."""
-    return {v: g.set_index("seed")[col] for v, g in sel.groupby("variant", sort=False)}
+    if t is None or "selected" not in t.columns or col not in t.columns:
+        return not_run(f"the transformer table has no selected runs with their {what}")
+    sel = t[t["selected"].astype(str).str.lower() == "true"]
+    per = {v: g.set_index("seed")[col] for v, g in sel.groupby("variant", sort=False)}
+    if "untied" not in per or len(per) < 2:
+        return not_run("the transformer table has no untied and tied runs at their own lr")
+    return sel, per
 
 
 def _seeds(xs, fmt: str = "{:g}") -> str:
@@ -95,13 +94,11 @@ def _seeds(xs, fmt: str = "{:g}") -> str:
 
 def tf_no_added_loss_spikes(r) -> Verdict:
     """Each tied variant's runs at its own lr have no more loss spikes than untied's (a count: its own test)."""
-    sel = _selected(r)
-    if sel is None or "loss_spikes" not in sel.columns:
-        return not_run("the transformer table has no selected runs with their loss spikes")
-    spikes = _per_variant(sel, "loss_spikes")
-    grads = _per_variant(sel, "grad_spikes") if "grad_spikes" in sel else {}
-    if "untied" not in spikes or len(spikes) < 2:
-        return not_run("the transformer table has no untied and tied runs at their own lr")
+    got = _selected(r, "loss_spikes", "loss spikes")
+    if isinstance(got, Verdict):
+        return got
+    sel, spikes = got
+    grads = _selected(r, "grad_spikes", "gradient-norm spikes")[1] if "grad_spikes" in sel else {}
     ok = all(k.sum() <= spikes["untied"].sum() for v, k in spikes.items() if v != "untied")
     per = "; ".join(f"{TF_VARIANTS.get(v, v)} {_seeds(k)}"
                     + (f" (gradient-norm spikes {_seeds(grads[v])})" if v in grads else "")
@@ -116,26 +113,14 @@ START_NATS = 0.1
 GRAD_REL = 0.1
 
 
-def _against_untied(r, col: str, what: str) -> tuple[dict, pd.Series] | Verdict:
-    """({tied variant: ``col`` by seed}, untied's ``col`` by seed) of the selected runs, or the not-run verdict."""
-    sel = _selected(r)
-    if sel is None or col not in sel.columns:
-        return not_run(f"the transformer table has no selected runs with their {what}")
-    per = _per_variant(sel, col)
-    base = per.pop("untied", None)
-    if base is None or not per:
-        return not_run("the transformer table has no untied and tied runs at their own lr")
-    return per, base
-
-
 def tf_start_unchanged(r) -> Verdict:
     """Each tied variant at untied's σ starts within START_NATS of untied's step-0 loss, seed by seed (T5's unit
     embedding starts elsewhere by its init: listed, not tested)."""
-    got = _against_untied(r, "step0_loss", "step-0 loss")
+    got = _selected(r, "step0_loss", "step-0 loss")
     if isinstance(got, Verdict):
         return got
-    per, base = got
-    sel = _selected(r)
+    sel, per = got
+    base = per.pop("untied")
     sigma = sel.groupby("variant")["embed_std"].first() if "embed_std" in sel.columns else None
     same = {v: x for v, x in per.items() if sigma is None or sigma[v] == sigma["untied"]}
     if not same:
@@ -154,10 +139,11 @@ def tf_start_unchanged(r) -> Verdict:
 
 def tf_grad_norms_not_raised(r) -> Verdict:
     """Each tied variant's median gradient norm at its own lr is at most GRAD_REL above untied's, seed by seed."""
-    got = _against_untied(r, "grad_norm_median", "gradient norms")
+    got = _selected(r, "grad_norm_median", "gradient norms")
     if isinstance(got, Verdict):
         return got
-    per, base = got
+    per = got[1]
+    base = per.pop("untied")
     ratio = {v: x / base.reindex(x.index) for v, x in per.items()}
     ok = all(bool((q <= 1 + GRAD_REL).all()) for q in ratio.values())
     return checked(ok, "median gradient norm over untied's, per seed, at each variant's own lr: "
@@ -176,10 +162,10 @@ def emb_tied_like_output(r) -> Verdict:
     a, b = got["tied_vs_untied_input"], got["tied_vs_untied_output"]
     pairs = int((e["comparison"] == "tied_vs_untied_output").sum())
     allow, how, flag, dof = _similarity_allowance(e[e["comparison"].isin(need)])
-    return with_effects(checked(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
-                                 f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)"),
-                 E.Effect("Spearman ρ, to untied output − to untied input", None, b - a, "", (pairs,), allow, how,
-                          flag=flag, dof=dof))
+    return checked(b > a, f"similarity of the tied embedding to the untied output embedding {b:.3f} vs "
+                          f"to the untied input embedding {a:.3f} (mean over {pairs} seed pairs)",
+                   E.Effect("Spearman ρ, to untied output − to untied input", None, b - a, "", (pairs,), allow, how,
+                            flag=flag, dof=dof))
 
 
 CLAIMS: list[Claim] = [

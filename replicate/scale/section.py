@@ -10,8 +10,7 @@ import pandas as pd
 from replicate import paths as P
 from replicate.reportkit import blocks as B
 from replicate.reportkit import labels
-from replicate.reportkit.brief import answer
-from replicate.reportkit.sections import Context, config_diff, missing, protocols_line, section_figures
+from replicate.reportkit.sections import Context, answer, config_diff, missing, protocols_line, section_figures
 from replicate.reportkit.sources import Results, read_table
 
 ESSAY = "**The scale study** (the essay's claims; trained runs)"  # the brief's line on this section's claims
@@ -152,10 +151,6 @@ def _similarity(ctx: Context, frame: pd.DataFrame) -> str:
                    source=ctx.source("embedding_similarity"))
 
 
-SHARES = ("embedding_share", "embedding_share_untied", "clip_fraction")
-GAINS = ("rel_gain", "rel_gain_mean")
-
-
 def section(ctx: Context) -> str:
     res = ctx.results
     out: list[str] = [answer(ctx, "scale"),
@@ -171,8 +166,9 @@ def section(ctx: Context) -> str:
         elif key == "embedding_similarity":
             out.append(_similarity(ctx, frame))
         else:
-            out.append(B.table(frame, columns, caption=caption, keep=("claim", "verdict"), source=ctx.source(key),
-                               share=SHARES, percent=GAINS,
+            out.append(B.table(frame, columns, caption=caption, source=ctx.source(key),
+                               share=("embedding_share", "embedding_share_untied", "clip_fraction"),
+                               percent=("rel_gain", "rel_gain_mean"),
                                digits={c: 3 for c in frame.columns if any(w in c for w in ("spearman", "overlap", "loss"))}))
     out += [config_diff(ctx, "scale"), "### Figures", section_figures(ctx, "Scale-study figures", *FIGURES)]
     return B.join(out)
