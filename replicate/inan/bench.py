@@ -10,6 +10,8 @@ import time
 
 import torch
 
+from replicate import io as rio
+from replicate import provenance
 from replicate.inan.losses import augmented_loss, augmented_loss_transcription
 
 # 1-minute load average above which the machine does not count as idle (other runnable processes)
@@ -29,14 +31,19 @@ def zipf_targets(n: int, vocab: int, seed: int = 0) -> torch.Tensor:
     return torch.multinomial(weights, n, replacement=True, generator=g)
 
 
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of all threads) of ``fn()``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def time_ms(fn, logits: torch.Tensor, targets: torch.Tensor, embedding: torch.Tensor, tau: float,
             soft_target_grad: bool) -> float:
     """Wall milliseconds of one forward + backward of ``fn`` (mean over tokens)."""
     z = logits.detach().requires_grad_()
     emb = embedding.detach().requires_grad_(soft_target_grad)
-    start = time.perf_counter()
-    fn(z, targets, emb, tau, soft_target_grad).mean().backward()
-    return (time.perf_counter() - start) * 1e3
+    return timed(lambda: fn(z, targets, emb, tau, soft_target_grad).mean().backward())[0] * 1e3
 
 
 def run(threads: int, tokens: int, vocab: int, dim: int, tau: float, repeats: int, seed: int = 0) -> dict:
@@ -50,12 +57,9 @@ def run(threads: int, tokens: int, vocab: int, dim: int, tau: float, repeats: in
               "distinct_targets": int(targets.unique().numel()), "repeats": repeats, "load_start": load_state(),
               "soft_target_grad": {}}
     for grad in (False, True):
-        times = {name: [] for name in forms}
-        for i in range(repeats + 1):  # the first round warms up
-            for name, fn in forms.items():
-                ms = time_ms(fn, logits, targets, embedding, tau, grad)
-                if i:
-                    times[name].append(ms)
+        rounds = [{name: time_ms(fn, logits, targets, embedding, tau, grad) for name, fn in forms.items()}
+                  for _ in range(repeats + 1)]
+        times = {name: [r[name] for r in rounds[1:]] for name in forms}  # the first round warms up
         med = {name: statistics.median(t) for name, t in times.items()}
         result["soft_target_grad"][str(grad).lower()] = {"ms": times, "median_ms": med,
                                                          "speedup": med["transcription"] / med["ours"]}
@@ -70,8 +74,6 @@ def run(threads: int, tokens: int, vocab: int, dim: int, tau: float, repeats: in
 def main(args) -> int:
     result = run(args.threads, args.tokens, args.vocab, args.dim, args.tau, args.repeats)
     if args.out:
-        from replicate import io as rio
-        from replicate import provenance
         result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         rio.write_json(args.out, result)
     else:

@@ -8,7 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from replicate import io as rio
+from replicate import provenance
 from replicate.cli import add_config_args, load_section, write_csv_with_provenance
+from replicate.errors import ReplicateError
 from replicate.inan.readings import points
 
 
@@ -17,7 +20,6 @@ def _table(build):
     frame written to ``--out`` (with its provenance) and printed."""
 
     def command(args) -> int:
-        from replicate import provenance
         from replicate.inan import report
 
         started, config = provenance.now(), load_section(args, "inan")
@@ -38,15 +40,14 @@ _readings = _table(lambda report, args, config: report.readings_table(
 
 
 def _figure1(args) -> int:
-    from replicate import provenance
     from replicate.inan.report import figure1_epochs, figure1_frames, figure1_plot
 
     started, config = provenance.now(), load_section(args, "inan")
     panels, protocol = points(config["inan"]["subspace"]), config["protocol"]
     summary, runs = figure1_frames(args.points, panels, args.paper, protocol)
-    write_csv_with_provenance(args.out, summary, config, started)
-    write_csv_with_provenance(args.out_runs, runs, config, started)
-    write_csv_with_provenance(args.out_epochs, figure1_epochs(args.points, panels, protocol), config, started)
+    epochs = figure1_epochs(args.points, panels, protocol)
+    for path, frame in ((args.out, summary), (args.out_runs, runs), (args.out_epochs, epochs)):
+        write_csv_with_provenance(path, frame, config, started)
     figure1_plot(summary, runs, args.figure)
     print(summary.to_string(index=False))
     return 0
@@ -57,36 +58,27 @@ def _soft_target(args) -> int:
     import pandas as pd
     import torch
 
-    from replicate import io as rio
-    from replicate import provenance
     from replicate.data import load_corpus
-    from replicate.errors import ReplicateError
     from replicate.inan.soft_target import checkpoint_state, summarise
 
     started = provenance.now()
     torch.set_num_threads(args.threads)
-    targets = getattr(load_corpus(args.corpus), args.split)[1:]
+    split = getattr(load_corpus(args.corpus), args.split)
     rows = []
     for run in map(Path, args.runs):
-        metrics_path = run / "metrics.json"
         state = checkpoint_state(run)
-        metrics = rio.read_json(metrics_path) if metrics_path.is_file() else {}
+        metrics = rio.read_json(run / "metrics.json") if (run / "metrics.json").is_file() else {}
         info = metrics.get("inan", {})
         taus = args.tau or ([info["tau"]] if info.get("tau") else None)
         if not taus:
             raise ReplicateError(f"{run}: the run has no AL temperature", "pass --tau")
-        embedding = state["model"]["embedding.weight"]
         base = {"run": str(run), "variant": info.get("variant"), "soft_target_grad": info.get("soft_target_grad"),
                 "trained_tau": info.get("tau"), "trained_target_norm": info.get("target_norm"),
-                "epochs_done": state.get("epoch"), "valid_ppl": metrics.get("valid_ppl")}
-        terms = {}
-        if args.loss_tokens:
-            terms = _loss_terms(state, metrics, getattr(load_corpus(args.corpus), args.split)[: args.loss_tokens + 1])
-        norms = args.target_norm or [info.get("target_norm")]
-        for tau in taus:
-            for norm in norms:
-                rows.append({**base, "split": args.split,
-                             **summarise(embedding, float(tau), targets, args.top_k, target_norm=norm), **terms})
+                "epochs_done": state.get("epoch"), "valid_ppl": metrics.get("valid_ppl"), "split": args.split}
+        terms = _loss_terms(state, metrics, split[: args.loss_tokens + 1]) if args.loss_tokens else {}
+        rows += [{**base, **summarise(state["model"]["embedding.weight"], float(tau), split[1:], args.top_k,
+                                      target_norm=norm), **terms}
+                 for tau in taus for norm in args.target_norm or [info.get("target_norm")]]
     df = pd.DataFrame(rows)
     write_csv_with_provenance(args.out, df, {"runs": args.runs, "split": args.split, "top_k": args.top_k}, started)
     print(df.to_string(index=False))
@@ -95,7 +87,6 @@ def _soft_target(args) -> int:
 
 def _loss_terms(state: dict, metrics: dict, tokens) -> dict:
     """CE and the AL term of a run's checkpointed model at its own tau, alpha and prediction form."""
-    from replicate.errors import ReplicateError
     from replicate.inan.soft_target import loss_terms
     from replicate.inan.train import AugmentedLoss
     from replicate.lstm.config import ModelConfig

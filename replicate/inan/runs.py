@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replicate import paths
+from replicate import devices, paths, provenance
+from replicate import io as rio
 from replicate.experiments import SCHEMAS, Kind, Run, canonical, check_engine_settings, memory_limit_gib, run_config
 from replicate.inan.readings import fmt, points, reading_names, reading_seeds, reading_settings
 from replicate.inan.screen import check_runs as check_screen_runs
@@ -160,8 +161,6 @@ def from_spec(config: dict[str, Any], kind: Kind, run_id: str, spec: dict[str, A
 def train(run: Run, corpus, results: Path, log, **job) -> None:
     """Train (or resume) the run with the augmented loss as the engine's extra loss; metrics.json also records the
     AL settings and, for an AL run, its final y~ statistics (a 6.2 point: ``train_point``)."""
-    from replicate import io as rio
-    from replicate import provenance
     from replicate.inan.trainer import AugmentedTrainer
     from replicate.lstm.runner import train_run
 
@@ -186,8 +185,6 @@ def train(run: Run, corpus, results: Path, log, **job) -> None:
 
 def train_point(run: Run, corpus, results: Path, log, threads: int, device: str, allow_tf32: bool) -> None:
     """All seeds of one section 6.2 point: its JSON, per-seed records and checkpoints under ``runs/`` (resume)."""
-    from replicate import devices, provenance
-    from replicate import io as rio
     from replicate.inan.subspace_exp import run_point
 
     spec, started = run.spec, provenance.now()

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from replicate import io as rio
+from replicate.errors import ReplicateError
 from replicate.inan.losses import target_embedding
 
 
@@ -73,9 +75,6 @@ def loss_terms(model, tokens: torch.Tensor, al) -> dict[str, float]:
 
 def checkpoint_state(run: Path) -> dict:
     """A run's checkpoint.pt, its checksum verified."""
-    from replicate import io as rio
-    from replicate.errors import ReplicateError
-
     ckpt = run / "checkpoint.pt"
     if not ckpt.is_file():
         raise ReplicateError(f"{run} has no checkpoint.pt", "pass the folder of a finished Table 1 / ablation run")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from replicate import devices, provenance
+from replicate import devices, paths, provenance
 from replicate import io as rio
 from replicate.cli import add_config_args, log, load_section, load_view
 from replicate.errors import ReplicateError
@@ -33,10 +33,8 @@ def cmd_tables(args) -> int:
     summary = tables.summarise(tidy, config["protocol"])
     essay = theory.essay_table(section["theory_widths"], section["theory_stds"], section["vocab_size"])
     fam = tables.embedding_table(tables.load_families(args.families))
-    rio.write_csv(args.tidy, tidy)
-    rio.write_csv(args.summary, summary)
-    rio.write_csv(args.theory, essay)
-    rio.write_csv(args.families_out, fam)
+    for path, frame in ((args.tidy, tidy), (args.summary, summary), (args.theory, essay), (args.families_out, fam)):
+        rio.write_csv(path, frame)
     metrics = {"findings": tables.findings(summary),
                "sweep_seconds": float(tidy.groupby(["d", "seed", "token_dist", "std", "init", "branches"])
                                       ["trunk_seconds"].first().sum()),
@@ -54,12 +52,11 @@ def cmd_figures(args) -> int:
     from replicate.initial_loss import figures
 
     use_style()
-    summary = pd.read_csv(args.summary, dtype={"std": str})
-    fam = pd.read_csv(args.families)
+    summary, fam = pd.read_csv(args.summary, dtype={"std": str}), pd.read_csv(args.families)
     out = Path(args.out_dir)
-    save_figure(figures.loss_vs_width(summary), out / "initial_loss_vs_width")
-    save_figure(figures.standard_init(summary), out / "initial_loss_standard_init")
-    save_figure(figures.embedding_share(fam), out / "embedding_share")
+    draw = ((figures.loss_vs_width, summary), (figures.standard_init, summary), (figures.embedding_share, fam))
+    for stem, (figure, data) in zip(paths.IL_FIGURES, draw):
+        save_figure(figure(data), out / Path(stem).name)
     log(f"figures written to {out}")
     return 0
 

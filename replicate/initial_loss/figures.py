@@ -102,8 +102,8 @@ def standard_init(summary: pd.DataFrame):
                      ax=ax, err_style=None)
         ax.axhline(math.log(n), color="tab:red", lw=0.8, alpha=0.7, label=f"log n = {math.log(n):.2f}")
         _width_axis(ax, sorted(part["d"].unique()))
-        ax.set_title(f"all matrices {_std_label(std)} ({int(s['n_layers'].iloc[0])} layers)")
-        ax.set_ylabel("initial loss (nats)")
+        ax.set(title=f"all matrices {_std_label(std)} ({int(s['n_layers'].iloc[0])} layers)",
+               ylabel="initial loss (nats)")
         if ax is axes[0][-1]:
             ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
         else:
@@ -121,13 +121,11 @@ def embedding_share(families: pd.DataFrame):
     sns.scatterplot(data=f, x="total_params", y="embedding_share", hue="output layer", style="architecture",
                     s=60, ax=ax)
     sns.move_legend(ax, "upper right")  # fixed, so that the names placed below stay clear of it
-    ax.set_xscale("log")
-    ax.set_xlabel("total parameters (log scale)")
-    ax.set_ylabel("embedding share of parameters")
+    ax.set(xscale="log", xlabel="total parameters (log scale)", ylabel="embedding share of parameters")
     ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    ax.set_ylim(0, max(1.0, f["embedding_share"].max() * 1.05))
-    ax.set_xlim(f["total_params"].min() / 2, f["total_params"].max() * 8)  # room for the largest model's name
-    ax.set_title("Embedding matrices are a shrinking share of model parameters")
+    ax.set(ylim=(0, max(1.0, f["embedding_share"].max() * 1.05)),
+           xlim=(f["total_params"].min() / 2, f["total_params"].max() * 8),  # room for the largest model's name
+           title="Embedding matrices are a shrinking share of model parameters")
     fig.tight_layout()
     f = f.sort_values("total_params")
     _label_points(ax, list(zip(f["total_params"], f["embedding_share"], f["model"])))

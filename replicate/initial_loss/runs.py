@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replicate import resources
+from replicate import devices, provenance, resources
 from replicate.experiments import SCHEMAS, Kind, Run, canonical, memory_limit_gib, run_config
 from replicate.validate import SettingError
 
@@ -61,7 +61,6 @@ def check_width(width: Any, head_dim: int, where: str) -> int:
 
 def train(run: Run, corpus, results: Path, log, threads: int, device: str, allow_tf32: bool) -> None:
     """One width: every seed, trunk and head -> the tidy CSV and its provenance sidecar."""
-    from replicate import devices, provenance
     from replicate.cli import write_csv_with_provenance
     from replicate.initial_loss.sweep import run_width
 

@@ -12,31 +12,27 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
-from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from replicate import io as rio
+from replicate import provenance
 from replicate.errors import ReplicateError
-from replicate.inan.bench import IDLE_LOAD, load_state, zipf_targets
+from replicate.inan.bench import IDLE_LOAD, load_state, timed, zipf_targets
 from replicate.inan.trainer import AugmentedTrainer
 from replicate.lstm import kernels
 from replicate.lstm.config import resolve
 from replicate.lstm.model import LSTMLM
 from replicate.lstm.train import Trainer, batchify
-from replicate.provenance import PROJECT_ROOT
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 5) -> tuple[float, float]:
     """Best fp32 matmul GFLOP/s per wall second and per CPU second (all threads)."""
     a, b = torch.randn(n, n), torch.randn(n, n)
     torch.mm(a, b)
-    wall = cpu = float("inf")
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        torch.mm(a, b)
-        wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+    wall, cpu = map(min, zip(*(timed(lambda: torch.mm(a, b)) for _ in range(repeats))))
     return 2 * n ** 3 / wall / 1e9, 2 * n ** 3 / cpu / 1e9
 
 
@@ -57,18 +53,13 @@ INAN_CELLS = ("inan_vd", "inan_al", "inan_re", "inan_real")
 PTB_TOKENS = {"train": 929_589, "valid": 73_760, "test": 82_430}
 
 
-def inan_cell(name: str, config_file: Path = PROJECT_ROOT / "config" / "config.yaml"):
+def inan_cell(name: str):
     """(engine settings, augmented loss or None, epochs) of the default preset's Inan Table 1 small row."""
-    import yaml
-
+    from replicate import experiments
     from replicate.inan.train import run_settings
 
-    variant = name.removeprefix("inan_")
-    inan = yaml.safe_load(config_file.read_text())["inan"]
-    grad = inan["soft_target_grad"]
-    size_cfg = {**inan["sizes"]["small"], "prediction_bias": inan["prediction_bias"],
-                "soft_target_grad": grad.get(variant, False) if isinstance(grad, dict) else grad}
-    settings, al = run_settings(size_cfg, "small", variant, seed=1)
+    spec = experiments.resolve_run(experiments.load_config(), "inan", f"table1/ptb/small_{name[5:]}").spec
+    settings, al = run_settings(spec["size_settings"], spec["size"], spec["variant"], spec["seed"])
     return settings, al, settings["epochs"]
 
 
@@ -91,9 +82,8 @@ def _bench_data(settings: dict, batches: int, vocab: int) -> torch.Tensor:
 
 def _timed(fn, tokens: int) -> tuple[float, float]:
     """(tokens per wall second, tokens per CPU second) of ``fn()``."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    fn()
-    return tokens / (time.perf_counter() - t0), tokens / (time.process_time() - c0)
+    wall, cpu = timed(fn)
+    return tokens / wall, tokens / cpu
 
 
 def plain_loop_tok_s(settings: dict, data: torch.Tensor, vocab: int, batches: int, warmup: int = 2) -> tuple:
@@ -168,12 +158,7 @@ def projected_hours(settings: dict, epochs: int, train_tok_s: float, eval_rate) 
 
 def _median_ms(fn, repeats: int = 7) -> float:
     fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return statistics.median(timed(fn)[0] for _ in range(repeats)) * 1e3
 
 
 def _optimizer_step(model: LSTMLM, tcfg):
@@ -214,7 +199,7 @@ def inan_step_breakdown(name: str, fused: bool = True, vocab: int = 10000, repea
 
     model = LSTMLM(mcfg)
     data = zipf_targets(T * B + 1, vocab)
-    inputs, targets = data[:-1].view(T, B), data[1:].view(T, B)
+    targets = data[1:].view(T, B)
     features = torch.rand(T, B, H, generator=g).requires_grad_()
     emb, out_w, out_b = model.embedding.weight, model.output_weight, model.output_bias
     rows = emb.detach()[targets.reshape(-1).unique()]
@@ -268,36 +253,32 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
               "load_start": start, "cells": {}}
     print(f"fp32 matmul (2048^3, {threads} threads): {peaks['wall']:.1f} GFLOP/s per wall second, "
           f"{peaks['cpu']:.1f} per CPU second", flush=True)
+    setups = {name: cell(name) for name in cells}
+    data = {name: _bench_data(settings, batches, vocab) for name, (settings, *_) in setups.items()}
     # the repeats go round the cells, so that a drift in the machine's speed falls on every cell alike
     samples = {name: ([], []) for name in cells}
     for _ in range(repeats):
-        for name in cells:
-            settings, extra, _, plain_kind = cell(name)
-            data = _bench_data(settings, batches, vocab)
-            samples[name][0].append(ours_tok_s(settings, data, vocab, batches, extra_loss=extra))
+        for name, (settings, extra, _, plain_kind) in setups.items():
+            samples[name][0].append(ours_tok_s(settings, data[name], vocab, batches, extra_loss=extra))
             samples[name][1].append(
-                plain_loop_tok_s(settings, data, vocab, batches) if plain_kind == "stock modules"
-                else ours_tok_s(settings, data, vocab, batches, extra_loss=extra, kernel_backend="reference"))
-    for name in cells:
-        settings, extra, epochs, plain_kind = cell(name)
+                plain_loop_tok_s(settings, data[name], vocab, batches) if plain_kind == "stock modules"
+                else ours_tok_s(settings, data[name], vocab, batches, extra_loss=extra, kernel_backend="reference"))
+    for name, (settings, extra, epochs, plain_kind) in setups.items():
         mcfg, tcfg = resolve(settings, vocab)
-        data = _bench_data(settings, batches, vocab)
-        ours, plain = samples[name]
         fpt = flops_per_token(mcfg.hidden_size, mcfg.num_layers, vocab)
         row = {"flops_per_token": fpt, "plain": plain_kind, "epochs": epochs}
         for clock, i in (("wall", 0), ("cpu", 1)):
-            peak = peaks[clock]
-            o, p = statistics.median(r[i] for r in ours), statistics.median(r[i] for r in plain)
-            row[clock] = {"ours_tok_s": [r[i] for r in ours], "plain_tok_s": [r[i] for r in plain],
-                          "ours_median": o, "plain_median": p, "ratio": o / p,
-                          "model_gflops_ours": o * fpt / 1e9, "mfu_ours": o * fpt / 1e9 / peak,
+            ours, plain = ([r[i] for r in rates] for rates in samples[name])
+            o, p, peak = statistics.median(ours), statistics.median(plain), peaks[clock]
+            row[clock] = {"ours_tok_s": ours, "plain_tok_s": plain, "ours_median": o, "plain_median": p,
+                          "ratio": o / p, "model_gflops_ours": o * fpt / 1e9, "mfu_ours": o * fpt / 1e9 / peak,
                           "mfu_plain": p * fpt / 1e9 / peak}
             print(f"{name:>9} [{clock:>4} clock]: ours {o:8.0f} tok/s  plain ({plain_kind}) {p:8.0f} tok/s  "
                   f"ratio {o / p:.2f}x  model {o * fpt / 1e9:.1f} GFLOP/s = {o * fpt / 1e9 / peak:.0%} of "
                   f"matmul peak (plain {p * fpt / 1e9 / peak:.0%}); repeats ours "
-                  f"{[round(r[i]) for r in ours]} plain {[round(r[i]) for r in plain]}", flush=True)
+                  f"{[round(r) for r in ours]} plain {[round(r) for r in plain]}", flush=True)
         if epochs is not None:
-            rates = {bs: eval_tok_s(settings, data, vocab, bs, min(len(data) - 1, 5000))
+            rates = {bs: eval_tok_s(settings, data[name], vocab, bs, min(len(data[name]) - 1, 5000))
                      for bs in {tcfg.valid_batch_size, tcfg.eval_batch_size}}
             row["eval_tok_s"] = {str(bs): r for bs, r in rates.items()}
             row["projected_row_hours"] = projected_hours(settings, epochs, row["wall"]["ours_median"], rates.get)
@@ -312,8 +293,6 @@ def run(threads: int, cells: list[str], batches: int, repeats: int, vocab: int,
 def speed_table(result: dict):
     """One row per cell and clock: both medians, their ratio, the plain loop's kind, the load at start and end,
     and (wall clock) the projected hours of the cell's default-preset row."""
-    import pandas as pd
-
     rows = [{"cell": name, "clock": clock, "threads": result["threads"],
              "load_1min_start": result["load_start"]["loadavg"][0], "load_1min_end": result["load_end"]["loadavg"][0],
              "idle": result["load_start"]["idle"], "plain": row["plain"],
@@ -326,8 +305,6 @@ def speed_table(result: dict):
 
 def print_breakdown(cells: list[str], threads: int, repeats: int) -> None:
     """``inan_step_breakdown`` of each cell, fused kernel and autograd path side by side (milliseconds)."""
-    import pandas as pd
-
     torch.set_num_threads(threads)
     for name in cells:
         table = pd.DataFrame({"autograd path (before)": inan_step_breakdown(name, fused=False, repeats=repeats),
@@ -349,9 +326,6 @@ def main(args) -> int:
         return 0
     result = run(args.threads, cells, args.batches, args.repeats, args.vocab, allocator)
     if args.out or args.table:
-        from replicate import io as rio
-        from replicate import provenance
-
         result["code_version"] = provenance.code_version(run, kernels=True)  # what it times
         if args.out:
             rio.write_json(args.out, result)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from replicate import io as rio
 from replicate.errors import ReplicateError
 from replicate.finite import require_finite
@@ -16,8 +18,6 @@ METRICS = ("train", "valid", "test")
 def collect(metrics_paths: list[str | Path]):
     """One row per run from metrics.json files: cell, seed, perplexities, parameters. A run with a non-finite
     perplexity (written before results were checked) is refused, named."""
-    import pandas as pd
-
     rows = []
     for path in metrics_paths:
         m = rio.read_json(path)
@@ -38,8 +38,6 @@ def collect(metrics_paths: list[str | Path]):
 
 def build_table(runs, paper, protocol: str):
     """Join per-cell means of ``runs`` with the ``paper`` rows (by ``cell``)."""
-    import pandas as pd
-
     missing = set(runs["cell"]) - set(paper["cell"])
     agg = runs.groupby("cell", sort=False).agg(
         n_seeds=("seed", "count"), epochs=("epochs", "first"), params_m_ours=("params_m", "first"),
@@ -54,20 +52,16 @@ def build_table(runs, paper, protocol: str):
         table[f"{k}_diff"] = table[f"{k}_ours"] - table[f"{k}_paper"]
         table[f"{k}_rel_diff"] = table[f"{k}_diff"] / table[f"{k}_paper"]
     table["protocol"] = protocol
-    cols = ["cell", "row", "protocol", "n_seeds", "epochs", "params_m_ours", "params_m_paper"]
-    for k in METRICS:
-        cols += [f"{k}_ours", f"{k}_paper", f"{k}_diff", f"{k}_rel_diff"]
-    cols += [f"{k}_sd" for k in METRICS]
-    cols += ["train_clean_ours", "schedule", "gate_bias", "pr_form", "pr_lambda", "code_version", "source"]
-    table = table[cols]
+    table = table[["cell", "row", "protocol", "n_seeds", "epochs", "params_m_ours", "params_m_paper",
+                   *(f"{k}_{c}" for k in METRICS for c in ("ours", "paper", "diff", "rel_diff")),
+                   *(f"{k}_sd" for k in METRICS), "train_clean_ours", "schedule", "gate_bias", "pr_form", "pr_lambda",
+                   "code_version", "source"]]
     if missing:  # cells without a published row (e.g. medium_wt) keep empty paper columns
         table.loc[table["cell"].isin(missing), "source"] = "no published number"
     return table
 
 
 def write_table(metrics_paths, paper_csv, out_csv, protocol: str, table: str) -> None:
-    import pandas as pd
-
     if not Path(paper_csv).is_file():
         raise ReplicateError(f"paper reference table missing: {paper_csv}",
                              f"restore paper/reference/press_wolf_{table}.csv from git")

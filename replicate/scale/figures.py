@@ -18,9 +18,10 @@ def _plt():
     return plt
 
 
-def _name(stem: str) -> str:
-    """A figure's file stem inside the figures folder (``replicate.paths`` names it under the results)."""
-    return stem.rpartition("/")[2]
+def _save(fig, out_dir, stem: str) -> list[Path]:
+    """Lay ``fig`` out and write it into ``out_dir`` under the file name of ``stem`` (a ``replicate.paths`` name)."""
+    fig.tight_layout()
+    return save_figure(fig, Path(out_dir) / stem.rpartition("/")[2])
 
 
 def _errorbars(ax, frame, x, y, label, marker="o", color=None):
@@ -35,8 +36,6 @@ def _errorbars(ax, frame, x, y, label, marker="o", color=None):
 
 def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     plt = _plt()
-    out_dir = Path(out_dir)
-    saved = []
     if "dropout" in by_seed:  # these two: the first regularisation level (answer_figure shows every level)
         first = min(by_seed["dropout"].astype(str), key=float)
         by_seed = by_seed[by_seed["dropout"].astype(str) == first]
@@ -51,9 +50,7 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
         if not w.empty:
             _errorbars(ax, w, "train_tokens", col, "WikiText-2", marker="s")
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("training tokens")
-        ax.set_title(title)
+        ax.set(xscale="log", xlabel="training tokens", title=title)
     axes[1].yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
     ax = axes[2]
     for frame, ds, marker in ((d, "PTB", "o"), (w, "WikiText-2", "s")):
@@ -61,17 +58,13 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
             continue
         _errorbars(ax, frame, "train_tokens", "untied_valid_ppl", f"{ds} untied", marker=marker)
         _errorbars(ax, frame, "train_tokens", "tied_valid_ppl", f"{ds} tied", marker=marker)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("training tokens")
-    ax.set_title("valid perplexity")
+    ax.set(xscale="log", yscale="log", xlabel="training tokens", title="valid perplexity")
     for ax in axes:
         ax.legend(fontsize=8)
     hidden = sorted(set(d["hidden"]) | set(w["hidden"]))
     fig.suptitle(f"When does tying pay off? Data scale (LSTM h={hidden}; {protocol} protocol; "
                  f"mean ± s.e.m. over seeds)")
-    fig.tight_layout()
-    saved += save_figure(fig, out_dir / _name(paths.SCALE_GAIN_FIGURES[0]))
+    saved = _save(fig, out_dir, paths.SCALE_GAIN_FIGURES[0])
     # ---- model scale
     m = by_seed[by_seed["study"] == "model"]
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
@@ -81,26 +74,20 @@ def gain_figures(by_seed: pd.DataFrame, gain: pd.DataFrame, out_dir, protocol: s
         _errorbars(axes[2], m, "hidden", "untied_valid_ppl", "untied")
         _errorbars(axes[2], m, "hidden", "tied_valid_ppl", "tied")
         for h, r in m.groupby("hidden")[["non_embedding_params", "embedding_share_untied", "rel_gain"]].mean().iterrows():
-            axes[0].annotate(f"h={h}", (r.non_embedding_params, r.rel_gain), fontsize=8, xytext=(4, 4),
-                             textcoords="offset points")
-            axes[1].annotate(f"h={h}", (r.embedding_share_untied, r.rel_gain), fontsize=8, xytext=(4, 4),
-                             textcoords="offset points")
-    axes[0].set_xscale("log")
-    axes[0].set_xlabel("non-embedding parameters")
+            for ax, x in ((axes[0], r.non_embedding_params), (axes[1], r.embedding_share_untied)):
+                ax.annotate(f"h={h}", (x, r.rel_gain), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    axes[0].set(xscale="log", xlabel="non-embedding parameters")
     axes[1].set_xlabel("embedding share of parameters (untied model)")
     axes[1].xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
     for ax in axes[:2]:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_ylabel("relative tying gain")
         ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
-    axes[2].set_xlabel("hidden size")
-    axes[2].set_ylabel("valid perplexity")
+    axes[2].set(xlabel="hidden size", ylabel="valid perplexity")
     axes[2].legend(fontsize=8)
     pct = sorted(set(m["pct"])) if not m.empty else []
     fig.suptitle(f"When does tying pay off? Model scale (PTB {pct}% of train; {protocol} protocol)")
-    fig.tight_layout()
-    saved += save_figure(fig, out_dir / _name(paths.SCALE_GAIN_FIGURES[1]))
-    return saved
+    return saved + _save(fig, out_dir, paths.SCALE_GAIN_FIGURES[1])
 
 
 def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
@@ -116,15 +103,12 @@ def update_figure(upd: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
     inp = u.groupby("bucket")[["mean_count", "input_fraction"]].mean()
     axes[0].plot(inp["mean_count"], inp["input_fraction"], ":", color="black", label="word is an input (predicted)")
     axes[0].set_ylabel("fraction of steps the row changes")
-    axes[1].set_ylabel("mean update norm per step")
-    axes[1].set_yscale("log")
+    axes[1].set(ylabel="mean update norm per step", yscale="log")
     for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel("word frequency in the training data (bucket mean)")
+        ax.set(xscale="log", xlabel="word frequency in the training data (bucket mean)")
         ax.legend(fontsize=7)
     fig.suptitle(f"Embedding row updates vs word frequency (Press & Wolf's argument; {protocol} protocol)")
-    fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[0]))
+    return _save(fig, out_dir, paths.SCALE_EMBEDDING_FIGURES[0])
 
 
 def readable(name: str) -> str:
@@ -159,8 +143,7 @@ def similarity_figure(sim: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         ax.legend(fontsize=7)
     top_k = int(use["top_k"].iloc[0]) if not use.empty else 0
     fig.suptitle(f"How alike are the embedding matrices? top {top_k} words, {kind}; {protocol} protocol")
-    fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_EMBEDDING_FIGURES[1]))
+    return _save(fig, out_dir, paths.SCALE_EMBEDDING_FIGURES[1])
 
 
 def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
@@ -178,13 +161,8 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
         v = g.dropna(subset=["valid_loss"]).groupby("step")["valid_loss"].mean()
         axes[0].plot(v.index, v.values, "o", color=line.get_color(), ms=3)
         axes[1].plot(m.index, m["grad_norm"], color=line.get_color(), lw=0.8, label=label)
-    axes[0].set_xlabel("step")
-    axes[0].set_ylabel("loss (nats)")
-    axes[0].set_title("train (line, smoothed), valid (dots)")
-    axes[1].set_xlabel("step")
-    axes[1].set_ylabel("gradient norm")
-    axes[1].set_title("global, before clipping")
-    axes[1].set_yscale("log")
+    axes[0].set(xlabel="step", ylabel="loss (nats)", title="train (line, smoothed), valid (dots)")
+    axes[1].set(xlabel="step", ylabel="gradient norm", title="global, before clipping", yscale="log")
     t = table.groupby(["variant", "std"])[["step0_loss", "theory_step0_loss", "spread_step0_loss",
                                             "log_n"]].mean().reset_index()
     # a dot plot around the references (bars from 0 would hide differences of a few hundredths of a nat)
@@ -196,17 +174,14 @@ def transformer_figures(curve: pd.DataFrame, table: pd.DataFrame, out_dir, proto
     if len(t):
         axes[2].axvline(t["log_n"].iloc[0], color="grey", ls=":", label="log n")
     axes[2].set_yticks(y, [a.replace("_", " + ") for a in t["variant"]])
-    axes[2].set_title("step 0")
     axes[2].xaxis.set_major_locator(plt.MaxNLocator(3))
-    axes[2].set_ylim(-0.7, len(t) - 0.3)
-    axes[2].set_xlabel("loss at step 0 (nats)")
+    axes[2].set(title="step 0", ylim=(-0.7, len(t) - 0.3), xlabel="loss at step 0 (nats)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.33, 0.02), ncol=3)  # the variants
     axes[2].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))
     d = int(table["d_model"].iloc[0]) if len(table) else 0
     fig.suptitle(f"Small Llama-style LM on WikiText-2 (d={d}), {protocol} protocol")
-    fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_TRANSFORMER_FIGURE))
+    return _save(fig, out_dir, paths.SCALE_TRANSFORMER_FIGURE)
 
 
 def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
@@ -240,8 +215,7 @@ def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         if logx:
             ax.set_xscale("log")
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("tying gain (untied / tied valid ppl − 1)")
+        ax.set(xlabel=xlabel, ylabel="tying gain (untied / tied valid ppl − 1)")
         ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
         if study == "model":
             ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:.0%}"))
@@ -256,5 +230,4 @@ def answer_figure(by_seed: pd.DataFrame, out_dir, protocol: str) -> list[Path]:
         ax.set_title("model scale" if study == "model" else "data scale")
     fig.suptitle(f"When does tying pay off? Means over seeds with 95 % t intervals; dotted: fits; dashed arrow: "
                  f"the essay's expected direction ({protocol} protocol)", fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, Path(out_dir) / _name(paths.SCALE_ANSWER_FIGURE))
+    return _save(fig, out_dir, paths.SCALE_ANSWER_FIGURE)

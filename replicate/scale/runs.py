@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from replicate import resources
+from replicate import io as rio
+from replicate import provenance, resources
 from replicate.experiments import (SCHEMAS, Kind, Run, canonical, check_engine_settings, memory_limit_gib, run_config,
                                    seed_of)
 from replicate.scale.study import (analysis_constraints, analysis_points, dropout_name, lr_name, lstm_grid,
@@ -110,8 +111,6 @@ def _train_lstm(run: Run, corpus, out: Path, log, threads: int, device: str, all
     and embeddings.pt too), then summary.json."""
     import torch
 
-    from replicate import io as rio
-    from replicate import provenance
     from replicate.lstm.config import resolve
     from replicate.lstm.model import LSTMLM
     from replicate.lstm.runner import train_run
@@ -139,10 +138,8 @@ def _train_lstm(run: Run, corpus, out: Path, log, threads: int, device: str, all
     model = LSTMLM(model_cfg)
     total = model.num_parameters()
     emb_params = emb.embedding_param_count(model)
-    history = metrics.get("history") or []
-    best_epoch, best = stopping.best_epoch(history)
-    if best_epoch is None:
-        best = metrics["valid_ppl"]
+    best_epoch, best = stopping.best_epoch(metrics.get("history") or [])
+    best = metrics["valid_ppl"] if best_epoch is None else best
     stop = metrics.get("stopping") or {"stop_reason": None, "patience": None, "max_epochs": metrics["epochs_completed"]}
     summary = {
         "run": spec["name"], "dataset": spec["dataset"], "pct": int(spec["pct"]), "train_tokens": tokens,

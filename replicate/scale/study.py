@@ -61,24 +61,15 @@ def lstm_grid(cfg: dict[str, Any]) -> list[dict[str, Any]]:
             for hidden in model["hiddens"]:
                 points += [("ptb", model["pct"], hidden, v, seed, drop) for v in ("untied", "tied")]
     points += [tuple(p[k] for k in GRID_KEYS) for p in analysis_points(cfg)]
-    seen, out = set(), []
-    for p in points:
-        if p not in seen:
-            seen.add(p)
-            out.append(dict(zip(GRID_KEYS, p)))
-    return out
+    return [dict(zip(GRID_KEYS, p)) for p in dict.fromkeys(points)]
 
 
 def analysis_points(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Runs of the embedding analysis: variants x seeds (the _pr variants x ``pr_seeds`` if given)."""
     ana = cfg["analysis"]
-    pr_seeds = ana.get("pr_seeds")
-    out = []
-    for v in ana["variants"]:
-        seeds = pr_seeds if (v.endswith("_pr") and pr_seeds is not None) else ana["seeds"]
-        out += [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s, dropout=dropouts(cfg)[0])
-                for s in seeds]
-    return out
+    return [dict(dataset="ptb", pct=ana["pct"], hidden=ana["hidden"], variant=v, seed=s, dropout=dropouts(cfg)[0])
+            for v in ana["variants"]
+            for s in (ana["pr_seeds"] if v.endswith("_pr") and ana.get("pr_seeds") is not None else ana["seeds"])]
 
 
 def analysis_constraints(points: list[dict[str, Any]]) -> dict[str, str]:
@@ -160,9 +151,7 @@ def runs_frame(summaries: list[dict], protocol: str) -> pd.DataFrame:
     rows = [{c: s.get(c) for c in cols} for s in summaries]
     for r in rows:  # runs of the previous design: no dropout, a fixed number of epochs
         r["dropout"] = dropout_name(r["dropout"] or 0)
-    df = pd.DataFrame(rows, columns=cols)
-    df["protocol"] = protocol
-    return df.sort_values(["dataset", "dropout", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
+    return pd.DataFrame(rows, columns=cols).assign(protocol=protocol).sort_values(["dataset", "dropout", "hidden", "pct", "variant", "seed"]).reset_index(drop=True)
 
 
 def study_membership(cfg: dict[str, Any]) -> list[tuple[str, str, int, int, str]]:
@@ -183,31 +172,25 @@ def gain_by_seed(runs: pd.DataFrame, cfg: dict[str, Any], metric: str, protocol:
     for study, dataset, pct, hidden, drop in study_membership(cfg):
         cell = runs[(runs["dataset"] == dataset) & (runs["pct"] == pct) & (runs["hidden"] == hidden)
                     & (runs["dropout"] == drop)]
-        u = cell[cell["variant"] == "untied"].set_index("seed")
-        t = cell[cell["variant"] == "tied"].set_index("seed")
+        u, t = (cell[cell["variant"] == v].set_index("seed") for v in ("untied", "tied"))
         for seed in sorted(set(u.index) & set(t.index)):
-            uv, tv = float(u.loc[seed, col]), float(t.loc[seed, col])
-            rows.append({"study": study, "dataset": dataset, "pct": pct, "train_tokens": int(u.loc[seed, "train_tokens"]),
-                         "hidden": hidden, "dropout": drop, "seed": int(seed), "epochs": int(u.loc[seed, "epochs"]),
+            a, b = u.loc[seed], t.loc[seed]
+            uv, tv = float(a[col]), float(b[col])
+            rows.append({"study": study, "dataset": dataset, "pct": pct, "train_tokens": int(a["train_tokens"]),
+                         "hidden": hidden, "dropout": drop, "seed": int(seed), "epochs": int(a["epochs"]),
                          "untied_valid_ppl": uv, "tied_valid_ppl": tv, "gain": uv - tv, "rel_gain": (uv - tv) / uv,
-                         "log_ratio": math.log(uv / tv),
-                         "untied_train_ppl": float(u.loc[seed, "train_clean_ppl"]),
-                         "tied_train_ppl": float(t.loc[seed, "train_clean_ppl"]),
-                         "untied_best_epoch": u.loc[seed, "best_epoch"], "tied_best_epoch": t.loc[seed, "best_epoch"],
-                         "untied_stop": u.loc[seed, "stop_reason"], "tied_stop": t.loc[seed, "stop_reason"],
-                         "vocab_size": int(u.loc[seed, "vocab_size"]),
-                         "non_embedding_params": int(u.loc[seed, "non_embedding_params"]),
-                         "total_params_untied": int(u.loc[seed, "total_params"]),
-                         "total_params_tied": int(t.loc[seed, "total_params"]),
-                         "embedding_share_untied": float(u.loc[seed, "embedding_share"]),
-                         "embedding_share_tied": float(t.loc[seed, "embedding_share"])})
-    df = pd.DataFrame(rows)
-    if df.empty:
+                         "log_ratio": math.log(uv / tv), "untied_train_ppl": float(a["train_clean_ppl"]),
+                         "tied_train_ppl": float(b["train_clean_ppl"]), "untied_best_epoch": a["best_epoch"],
+                         "tied_best_epoch": b["best_epoch"], "untied_stop": a["stop_reason"],
+                         "tied_stop": b["stop_reason"], "vocab_size": int(a["vocab_size"]),
+                         "non_embedding_params": int(a["non_embedding_params"]),
+                         "total_params_untied": int(a["total_params"]), "total_params_tied": int(b["total_params"]),
+                         "embedding_share_untied": float(a["embedding_share"]),
+                         "embedding_share_tied": float(b["embedding_share"])})
+    if not rows:
         raise ReplicateError("no untied/tied pairs found for any point of the scale study",
                              "check that the runs finished (results/scale/runs)")
-    df["metric"] = metric
-    df["protocol"] = protocol
-    return df
+    return pd.DataFrame(rows).assign(metric=metric, protocol=protocol)
 
 
 def t_interval(values, level: float = CONFIDENCE) -> dict:
@@ -376,15 +359,11 @@ def transformer_spec(sc: dict[str, Any], wc: dict[str, str], base: dict[str, Any
     return spec
 
 
-def transformer_lrs(tf: dict[str, Any], variant: str) -> list[float]:
-    """The learning rates swept for ``variant``: its own ``variant_lrs`` entry, else ``lrs``."""
-    return list(tf.get("variant_lrs", {}).get(variant, tf["lrs"]))
-
-
 def transformer_runs(tf: dict[str, Any]) -> list[dict[str, str]]:
-    """Every transformer run of the section ``tf`` as path wildcards (variant, std, lr, seed)."""
-    return [{"variant": v, "std": str(std), "lr": lr_name(lr), "seed": str(seed)}
-            for v in tf["variants"] for std in tf["stds"] for lr in transformer_lrs(tf, v) for seed in tf["seeds"]]
+    """Every transformer run of the section ``tf`` as path wildcards (variant, std, lr, seed); a variant's learning
+    rates are its own ``variant_lrs`` entry, else ``lrs``."""
+    return [{"variant": v, "std": str(std), "lr": lr_name(lr), "seed": str(seed)} for v in tf["variants"]
+            for std in tf["stds"] for lr in tf.get("variant_lrs", {}).get(v, tf["lrs"]) for seed in tf["seeds"]]
 
 
 def lr_name(lr: float) -> str:
