@@ -40,6 +40,61 @@ def read(res: Results) -> None:
     read_table(res, "inan_subspace_readings", P.INAN_READINGS, ["reading", "protocol"])
 
 
+FLAT = 0.99  # a soft target whose entropy is above this share of log |V| counts as flat
+
+
+def _signed(values) -> str:
+    return ", ".join(f"{v:+.2f}" for v in values)
+
+
+def _soft_target_why(t) -> str:
+    soft = t.dropna(subset=["soft_entropy_ratio"])
+    within = t.loc[t["valid_rel_diff"].abs() <= PAPER.bar, "model"]
+    out = f"Table 1: {', '.join(within) or 'no row'} within {PAPER.bar:.0%} of the paper's valid perplexity"
+    if len(soft) and (soft["soft_entropy_ratio"] >= FLAT).all():
+        out += (". The AL rows' soft target y~ ends nearly uniform (entropy / log |V| "
+                + ", ".join(f"{m} {x:.4f}" for m, x in zip(soft["model"], soft["soft_entropy_ratio"]))
+                + ") at the embedding norms training reaches, so the AL acts as a confidence penalty, not as a "
+                  "word-similarity target")
+    return out
+
+
+def _screen_why(s) -> list[str]:
+    al = s[s["model"] == "+AL"]
+    sliced, whole = al[al["train_tokens"].notna()], al[al["train_tokens"].isna()].sort_values("alpha")
+    sharp, flat = sliced[sliced["soft_entropy_ratio"] < FLAT], sliced[sliced["soft_entropy_ratio"] >= FLAT]
+    out = []
+    if len(sharp) and len(flat):
+        gains = sharp["best_gain_over_vd"]
+        ratio = sharp["soft_entropy_ratio"]
+        out.append(f"On the screens' slice, +AL with an informative y~ (entropy ratio {ratio.min():.2f}"
+                   f"-{ratio.max():.2f}) gains {_signed(gains)} valid ppl over VD-LSTM at its "
+                   f"best epoch, with the flat y~ {_signed(flat['best_gain_over_vd'])}"
+                   + (": the gain comes with the flat target only" if gains.max() < flat["best_gain_over_vd"].min()
+                      and (gains <= 0).all() else ""))
+    if len(whole):
+        out.append(f"On all of PTB ({', '.join(f'{e:g}' for e in whole['epochs'].unique())} epochs, one seed each) "
+                   f"alpha {', '.join(f'{a:g}' for a in whole['alpha'])} gain {_signed(whole['gain_over_vd'])}")
+    return out
+
+
+def findings(raw: dict) -> str:
+    """The section's opening paragraph: what reproduces, what does not and the measured why, read from the tables
+    below it (Table 1's y~ entropy, the screens' gains beside their y~, section 6.2's readings)."""
+    t, s, r = (raw.get(k) for k in ("inan_table1", "inan_screen", "inan_subspace_readings"))
+    parts = []
+    if t is not None and {"valid_rel_diff", "soft_entropy_ratio"} <= set(t.columns):
+        parts.append(_soft_target_why(t))
+    if s is not None and {"soft_entropy_ratio", "best_gain_over_vd", "train_tokens", "alpha"} <= set(s.columns):
+        parts += _screen_why(s)
+    if r is not None and {"output_init", "beta1"} <= set(r.columns) and (r["output_init"] == "zero").any():
+        other = r.loc[r["output_init"] != "zero", "beta1"]
+        parts.append(f"Section 6.2 reads {r.loc[r['output_init'] == 'zero', 'beta1'].iloc[0]:.3f} at β = 1 with W "
+                     "started at 0" + (f"; from a random W the same loss and step read "
+                                       f"{', '.join(f'{x:.3f}' for x in other)}" if len(other) else ""))
+    return "**What reproduces, and why.** " + ". ".join(parts) + "." if parts else ""
+
+
 def _inan_table1(ctx: Context) -> str:
     t = ctx.results.raw["inan_table1"]
     soft = ("soft_entropy_ratio", "soft_target_mass")
@@ -108,7 +163,7 @@ def _inan_readings(ctx: Context) -> str:
 
 def section(ctx: Context) -> str:
     res = ctx.results
-    out = [answer(ctx, "inan", PAPER),
+    out = [answer(ctx, "inan", PAPER), findings(res.raw),
            protocols_line(ctx, {"Table 1": "inan_table1", "the ablation": "inan_ablation", "the screen": "inan_screen",
                             "section 6.2": "inan_figure1", "its readings": "inan_subspace_readings"}),
            "### Table 1: AL, RE and REAL",
