@@ -64,6 +64,10 @@ def test_restored_runs_are_not_trained_again(bundle, smoke_run, tmp_path):
 
     rc, out = _cli("publish", "--restore", "--bundle", str(bundle), "--results", str(wd / SMOKE_RESULTS))
     assert rc == 0 and "restored into" in out, out
+    # the runs it leaves out are named with their count: the jobs the plan still holds for them
+    left_out = sum(before[rule] for rule in NOT_RESTORED)
+    assert f"not restored, so Snakemake trains them again: {left_out} runs" in out, out
+    assert "inan screen" in out and "scale lstm" in out, out
     after = job_counts(run_snakemake(smoke, cwd=wd).stdout)
     assert not RESTORED & set(after), f"restored runs planned again: {after}"
     assert {rule: after.get(rule) for rule in NOT_RESTORED} == {rule: before[rule] for rule in NOT_RESTORED}
@@ -72,8 +76,8 @@ def test_restored_runs_are_not_trained_again(bundle, smoke_run, tmp_path):
     metrics = "press_wolf/small/seed1/metrics.json"
     assert (wd / SMOKE_RESULTS / metrics).read_bytes() == (bundle / metrics).read_bytes()
 
-    again = restore(bundle, wd / SMOKE_RESULTS)  # a second restore finds every file there already
-    assert again and not any(again.values())
+    again, left_out = restore(bundle, wd / SMOKE_RESULTS)  # a second restore finds every file there already
+    assert again and not any(again.values()) and {run.kind for run in left_out} == {"screen", "lstm"}
 
 
 def _with_corpora(root: Path) -> Path:
@@ -110,7 +114,8 @@ def test_a_bundle_file_that_differs_from_its_manifest_is_not_restored(bundle, tm
 
 def test_only_the_named_experiments_are_restored(bundle, tmp_path):
     results = _with_corpora(tmp_path / "results")
-    copied = restore(bundle, results, ["press_wolf"])
+    copied, left_out = restore(bundle, results, ["press_wolf"])
+    assert not left_out  # every Press & Wolf run is restorable
     assert copied and all(run.startswith("press_wolf/") for run in copied)
     assert all(json.loads((results / f"{run}/metrics.json").read_text())["valid_ppl"] > 0 for run in copied)
     assert not (results / "inan").exists()

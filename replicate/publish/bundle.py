@@ -20,7 +20,7 @@ from replicate import paths, provenance
 from replicate.data import DATASETS
 from replicate.errors import ReplicateError
 from replicate.publish import checks
-from replicate.publish.catalogue import (EXPERIMENTS, NEVER, Scan, benchmark_file, files_under, owner, present,
+from replicate.publish.catalogue import (EXPERIMENTS, NEVER, Run, Scan, benchmark_file, files_under, owner, present,
                                          read_json, scan)
 from replicate.reportkit.labels import listed
 
@@ -297,11 +297,13 @@ def redraw_figures(bundle: str | Path) -> list[Path]:
     return written
 
 
-def restore(bundle: str | Path, results: str | Path, experiments: list[str] | None = None) -> dict[str, list[str]]:
+def restore(bundle: str | Path, results: str | Path,
+            experiments: list[str] | None = None) -> tuple[dict[str, list[str]], list[Run]]:
     """``publish --restore``: copy the bundle's finished, restorable runs (``Run.restorable``) of ``experiments``
-    (default: all) into ``results``, all or nothing, each file checked against MANIFEST.json; run id -> files copied
-    (a file already there with the same bytes is kept). The corpora must be there first, so that Snakemake sees the
-    restored runs as newer than their inputs and builds the tables over them without training."""
+    (default: all) into ``results``, all or nothing, each file checked against MANIFEST.json; (run id -> files copied
+    (a file already there with the same bytes is kept), the runs left out). The corpora must be there
+    first, so that Snakemake sees the restored runs as newer than their inputs and builds the tables over them
+    without training."""
     bundle, results = Path(bundle), Path(results)
     files = read_manifest(bundle).get("files")
     if not files:
@@ -319,11 +321,14 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
                              "would be newer than the restored runs, and Snakemake would train them again",
                              f"prepare the data first: snakemake --cores 2 {targets}")
     copies: dict[str, list[str]] = {}
+    left_out = []
     for name in experiments or present(bundle):
         for run in scan(bundle, name).runs:
             if run.restorable:
                 bench = benchmark_file(run.id)
                 copies[run.id] = run.files + ([bench] if (bundle / bench).is_file() else [])
+            else:
+                left_out.append(run)
     todo = []
     for rel in (rel for run_files in copies.values() for rel in run_files):
         entry = files.get(rel)
@@ -337,4 +342,4 @@ def restore(bundle: str | Path, results: str | Path, experiments: list[str] | No
                                  "move it away, or restore into another folder (--results)")
     for rel in todo:  # written now, so newer than the corpora: Snakemake sees the run as done
         rio.write_bytes(results / rel, (bundle / rel).read_bytes())
-    return {run: [f for f in run_files if f in todo] for run, run_files in copies.items()}
+    return {run: [f for f in run_files if f in todo] for run, run_files in copies.items()}, left_out

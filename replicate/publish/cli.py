@@ -6,6 +6,7 @@ bundle's report, writes MANIFEST.json and the README's measured-results block (`
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 from replicate.publish import bundle as bundle_mod
 from replicate.publish import checks
@@ -65,9 +66,14 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     if args.restore:
-        copied = restore(args.bundle, args.results, args.experiment)
+        copied, left_out = restore(args.bundle, args.results, args.experiment)
         print(f"restored into {args.results}: {sum(map(len, copied.values()))} files of {len(copied)} runs "
               f"({sum(1 for f in copied.values() if not f)} already there)")
+        if left_out:
+            kinds = Counter(f"{run.id.split('/')[0]} {run.kind}" for run in left_out)
+            print(f"not restored, so Snakemake trains them again: {len(left_out)} runs whose rule writes files the "
+                  f"bundle does not hold (weights, embedding records): {', '.join(f'{n} {k}' for k, n in kinds.items())}"
+                  "; `snakemake -n all` prints what that costs")
         return 0
     if not args.dry_run:
         checks.clean_tree(args.allow_dirty)
