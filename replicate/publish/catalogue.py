@@ -72,8 +72,8 @@ EXPERIMENTS = {e.name: e for e in (
     Experiment("inan", "Inan et al. 2017",
                (_lstm_runs("table1", "inan/table1", (paths.INAN_TABLE1,)),
                 _lstm_runs("ablation", "inan/ablation", (paths.INAN_ABLATION,)),
-                replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),
-                        restorable=lambda record: False),  # its soft-target analysis reads the weights
+                replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),  # +AL / +REAL: the soft-target
+                        restorable=lambda record: record["inan"]["variant"] not in ("al", "real")),  # job reads weights
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
