@@ -31,7 +31,8 @@ def _seed_versions(record: dict) -> str | None:
 class RunKind:
     """Runs of one kind: ``pattern`` matches every file of a run (group ``name``); ``marker`` (written last) holds
     the ``final`` numbers and the code version; ``keep``: the files to publish (``run``, ``marker``, ``keep``:
-    templates of ``{name}``/``{run}``). ``restorable``: ``keep`` is every output of the run's rule (``--restore``);
+    templates of ``{name}``/``{run}``). ``restorable(record, files)``: the run's kept files are every output of its
+    rule and of the jobs that read its weights (``--restore``);
     ``tables``: globs of the files built from these runs, which go with them (``--replace-runs``)."""
     name: str
     pattern: str
@@ -40,7 +41,7 @@ class RunKind:
     keep: tuple[str, ...]
     final: tuple[str, ...]
     version: Callable[[dict], str | None] = lambda record: record.get("code_version")
-    restorable: Callable[[dict], bool] = lambda record: True
+    restorable: Callable[[dict, list[str]], bool] = lambda record, files: True
     tables: tuple[str, ...] = ()
 
     def builds(self, rel: str) -> bool:
@@ -66,14 +67,18 @@ def _lstm_runs(name: str, root: str, tables: tuple[str, ...], sub: str = r"[^/]+
                    ("{run}/metrics.json", "{run}/history.csv"), ("valid_ppl", "test_ppl"), tables=_built(*tables))
 
 
+_SOFT = Path(paths.INAN_SCREEN_SOFT).name  # an Inan screen run's soft-target record (+AL / +REAL)
+
 EXPERIMENTS = {e.name: e for e in (
     Experiment("press_wolf", "Press & Wolf 2017",
                (_lstm_runs("lstm", "press_wolf", tuple(paths.PW_TABLES.values()), r"[^/]+/seed\d+"),)),
     Experiment("inan", "Inan et al. 2017",
                (_lstm_runs("table1", "inan/table1", (paths.INAN_TABLE1,)),
                 _lstm_runs("ablation", "inan/ablation", (paths.INAN_ABLATION,)),
-                replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),  # +AL / +REAL: the soft-target
-                        restorable=lambda record: record["inan"]["variant"] not in ("al", "real")),  # job reads weights
+                replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),  # +AL / +REAL: their soft-target
+                        keep=("{run}/metrics.json", "{run}/history.csv", f"{{run}}/{_SOFT}"),  # job reads the weights
+                        restorable=lambda record, files: (record["inan"]["variant"] not in ("al", "real")
+                                                          or any(f.endswith(f"/{_SOFT}") for f in files))),
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
                         r"^inan/subspace/(?:runs/)?(?P<name>(?:[a-z0-9_]+/)?tau[^/]+?_beta[^/]+?)(?:\.json$|/)",
                         "inan/subspace/{name}", "{run}.json", ("{run}.json", "inan/subspace/runs/{name}/seed*.json"),
@@ -90,7 +95,7 @@ EXPERIMENTS = {e.name: e for e in (
                (RunKind("lstm", r"^scale/runs/(?P<name>[^/]+/[^/]+/seed\d+)/", "scale/runs/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/metrics.json", "{run}/history.csv"),
                         ("final_valid_ppl", "test_ppl"),
-                        restorable=lambda record: record.get("embedding_record") is False),  # no embeddings
+                        restorable=lambda record, files: record.get("embedding_record") is False),  # no embeddings
                 RunKind("transformer", r"^scale/transformer/(?P<name>[^/]+/seed\d+)/", "scale/transformer/{name}",
                         "{run}/summary.json", ("{run}/summary.json", "{run}/curve.csv"), ("final_valid_loss",),
                         tables=_built(paths.SCALE_TRANSFORMER, paths.SCALE_TRANSFORMER_COMPARISON,
@@ -194,7 +199,7 @@ def _read_run(root: Path, kind: RunKind, name: str, present: list[str]) -> Run:
     run.files = [f for f in present if any(fnmatch.fnmatchcase(f, k) for k in keep)]
     run.code_version, run.protocol = kind.version(record), _record_protocol(record)
     run.commit, run.dirty = git.get("commit"), git.get("dirty")
-    run.restorable = kind.restorable(record)
+    run.restorable = kind.restorable(record, run.files)
     return run
 
 
