@@ -340,6 +340,8 @@ def restore(bundle: str | Path, results: str | Path,
         elif sha256(dest) != entry["sha256"]:
             raise ReplicateError(f"{dest} exists and differs from the bundle's copy",
                                  "move it away, or restore into another folder (--results)")
-    for rel in todo:  # written now, so newer than the corpora: Snakemake sees the run as done
+    # written now, so newer than the corpora: Snakemake sees the run as done; a run's files go in name order, so
+    # an Inan screen run's soft_target.csv comes after the metrics.json its job reads
+    for rel in todo:
         rio.write_bytes(results / rel, (bundle / rel).read_bytes())
     return {run: [f for f in run_files if f in todo] for run, run_files in copies.items()}, left_out

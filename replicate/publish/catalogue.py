@@ -61,10 +61,13 @@ def _built(*stems: str) -> tuple[str, ...]:
     return tuple(f"{stem}*" for stem in stems)
 
 
+_LSTM_KEEP = ("{run}/metrics.json", "{run}/history.csv")
+
+
 def _lstm_runs(name: str, root: str, tables: tuple[str, ...], sub: str = r"[^/]+/[^/]+") -> RunKind:
     """Runs of the LSTM engine's ``train_run``: ``<root>/<sub>/{metrics.json, history.csv, checkpoint.pt}``."""
-    return RunKind(name, rf"^{root}/(?P<name>{sub})/", f"{root}/{{name}}", "{run}/metrics.json",
-                   ("{run}/metrics.json", "{run}/history.csv"), ("valid_ppl", "test_ppl"), tables=_built(*tables))
+    return RunKind(name, rf"^{root}/(?P<name>{sub})/", f"{root}/{{name}}", "{run}/metrics.json", _LSTM_KEEP,
+                   ("valid_ppl", "test_ppl"), tables=_built(*tables))
 
 
 _SOFT = Path(paths.INAN_SCREEN_SOFT).name  # an Inan screen run's soft-target record (+AL / +REAL)
@@ -76,7 +79,7 @@ EXPERIMENTS = {e.name: e for e in (
                (_lstm_runs("table1", "inan/table1", (paths.INAN_TABLE1,)),
                 _lstm_runs("ablation", "inan/ablation", (paths.INAN_ABLATION,)),
                 replace(_lstm_runs("screen", "inan/screen", (paths.INAN_SCREEN,)),  # +AL / +REAL: their soft-target
-                        keep=("{run}/metrics.json", "{run}/history.csv", f"{{run}}/{_SOFT}"),  # job reads the weights
+                        keep=(*_LSTM_KEEP, f"{{run}}/{_SOFT}"),  # job reads the weights
                         restorable=lambda record, files: (record["inan"]["variant"] not in ("al", "real")
                                                           or any(f.endswith(f"/{_SOFT}") for f in files))),
                 RunKind("subspace",  # <point>.json + runs/<point>/seed<N>.json; <point> = [<reading>/]tau<t>_beta<b>
